@@ -1,0 +1,67 @@
+// The dispatch decision, host-only and CUDA-free so that it can be unit-tested and fuzzed
+// without a GPU. One authority: the ordinary variant's tactic is chosen first (by the caller:
+// table or measurement); the folded variant only ever runs that exact tactic, only on a layer
+// that was admitted at prepare time, and only if a folded instantiation of that tactic
+// exists. Everything else runs the ordinary kernel and says why, or, fail-closed, is an error.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "reference/problem.h"
+#include "reference/transform.h"
+
+namespace mxdiff {
+
+enum class TransformRequest : uint8_t { kOrdinary = 0, kFolded = 1, kAuto = 2 };
+enum class FallbackPolicy : uint8_t { kFallback = 0, kFailClosed = 1 };
+
+enum class RouteReason : uint8_t {
+  kOrdinaryRequested = 0,  // ordinary asked for, ordinary ran
+  kFoldedAdmitted = 1,     // folded asked for (or auto), layer admitted, instantiation present
+  kLayerRefused = 2,       // folded wanted, a scale byte of the layer is outside the admitted set
+  kFoldedMissing = 3,      // folded wanted and admitted, but no folded kernel for the tactic
+};
+inline constexpr int kRouteReasonCount = 4;
+
+std::string_view TransformName(Transform transform);         // "ordinary" / "folded"
+std::string_view TransformRequestName(TransformRequest request);  // + "auto"
+std::string_view FallbackPolicyName(FallbackPolicy policy);  // "fallback" / "fail-closed"
+std::string_view RouteReasonName(RouteReason reason);  // "ordinary-requested", "folded-admitted", ...
+
+// Which (tactic, transform) kernels exist in a build. Kernels register explicitly (no static
+// initializers); tests check the registry's size.
+class KernelRegistry {
+ public:
+  void Add(const Tactic& tactic, Transform transform);
+  bool Has(const Tactic& tactic, Transform transform) const;
+  // Tactics for which an ordinary kernel exists, in registration order.
+  std::vector<Tactic> OrdinaryTactics() const;
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    Tactic tactic;
+    Transform transform;
+  };
+  std::vector<Entry> entries_;
+};
+
+struct Route {
+  Transform variant = Transform::kOrdinary;  // what runs
+  Tactic tactic;                             // exactly the ordinary tactic
+  RouteReason reason = RouteReason::kOrdinaryRequested;
+  std::string detail;                        // e.g. the first refused byte and its position
+};
+
+// `layer_admitted` and `refusal_detail` come from the reference's admission verdict, computed
+// once when the layer's scales were prepared. Errors: InvalidArgument when no ordinary kernel
+// exists for `ordinary_tactic` (nothing could launch: that is never silent), and
+// FailedPrecondition when fail-closed forbids the fallback an explicit folded request needs.
+absl::StatusOr<Route> DecideRoute(const KernelRegistry& registry, const Tactic& ordinary_tactic,
+                                  TransformRequest request, FallbackPolicy policy,
+                                  bool layer_admitted, std::string_view refusal_detail);
+
+}  // namespace mxdiff

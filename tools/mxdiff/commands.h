@@ -1,0 +1,19 @@
+// The `mxdiff` subcommands. Each gets its positional arguments (flags are already parsed by
+// Abseil) and returns the process exit status: 0 success, 1 a check failed, 2 bad input.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace mxdiff::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;
+inline constexpr int kExitBadInput = 2;
+
+int VectorsCommand(std::span<const std::string_view> args);         // vectors_command.cc
+int TransformTableCommand(std::span<const std::string_view> args);  // transform_table_command.cc
+int SelfCheckCommand(std::span<const std::string_view> args);       // self_check_command.cc
+int CalibrateCommand(std::span<const std::string_view> args);       // calibrate_command.cc
+
+}  // namespace mxdiff::cli
