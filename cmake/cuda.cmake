@@ -1,6 +1,6 @@
 # Optional CUDA: every CPU part builds and tests without nvcc. Sets MXDIFF_HAVE_CUDA.
 set(MXDIFF_HAVE_CUDA OFF)
-if(MXDIFF_CUDA STREQUAL "OFF" OR MXDIFF_FUZZING)
+if(MXDIFF_CUDA STREQUAL "OFF")
   return()
 endif()
 
