@@ -16,14 +16,25 @@
 
 namespace mxdiff {
 
+// Which implementation computes the (identical) bits: the scalar path calls Step() and
+// ReduceAdd() per output element; the fast path vectorizes across 8 output columns (AVX2/FMA,
+// same order of operations inside every output). kAuto takes the fast path where the CPU
+// supports it.
+enum class ReferencePath : uint8_t { kAuto = 0, kScalar = 1, kFast = 2 };
+
 struct ReferenceOptions {
   Transform transform = Transform::kOrdinary;
   StepModel model = StepModel::kSm90Emulated;
   Tactic tactic;     // only cta_k and splits matter for the bits
-  int threads = 0;   // 0: all hardware threads
+  int threads = 0;   // 0: all hardware threads (a small problem runs on the calling thread)
+  ReferencePath path = ReferencePath::kAuto;  // kFast where unsupported: Unimplemented error
 };
 
-// Writes M x N fp16 bits into `output` (resized). InvalidArgument for a bad problem or tactic.
+// Whether this CPU runs the fast path (AVX2 and FMA).
+bool ReferenceFastPathAvailable();
+
+// Writes M x N fp16 bits into `output` (resized). InvalidArgument for a bad problem or tactic,
+// ResourceExhausted beyond 2^31 outputs, Unimplemented for ReferencePath::kFast without AVX2/FMA.
 absl::Status ReferenceGemm(const GroupedProblem& problem, const ReferenceOptions& options,
                            std::vector<uint16_t>& output);
 

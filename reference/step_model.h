@@ -29,4 +29,12 @@ uint32_t Step(StepModel model, uint32_t c, std::span<const uint16_t, 4> a, std::
 // flushes subnormal inputs and results, as the fast-math build does).
 uint32_t ReduceAdd(StepModel model, uint32_t partial_sum, uint32_t partial);
 
+// Steps chained over ascending k as the device does: step s consumes a[4s..4s+3], b[4s..4s+3]
+// and the accumulator step s-1 left (c for s = 0). a and b hold the same multiple of 4 values.
+uint32_t ChainSteps(StepModel model, uint32_t c, std::span<const uint16_t> a, std::span<const uint16_t> b);
+
+// Every model, in enum order, for loops over models.
+inline constexpr StepModel kAllStepModels[kStepModelCount] = {StepModel::kV100, StepModel::kSm90Emulated,
+                                                              StepModel::kSm90EmulatedFtz, StepModel::kExact};
+
 }  // namespace mxdiff

@@ -1,0 +1,241 @@
+// The reference GEMM (FACTS.md §6): per output element and split, an accumulator from +0
+// stepping over ascending k four at a time; splits reduced serially in order; the last fp32
+// value rounded to fp16. The scalar path below is the definition; gemm_fast_avx2.cc computes
+// the same bits eight columns at a time.
+#include "reference/reference_gemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <thread>
+
+#include "fmt/core.h"
+#include "reference/fp16.h"
+#include "reference/gemm_plan.h"
+#include "reference/split_plan.h"
+
+namespace mxdiff {
+namespace internal {
+
+GemmPlan BuildGemmPlan(const GroupedProblem& problem, Transform transform, StepModel model,
+                       const Tactic& tactic) {
+  GemmPlan plan;
+  plan.problem = &problem;
+  plan.model = model;
+  const int splits = effective_splits(problem.k, tactic.cta_k, tactic.splits);
+  for (int s = 0; s < splits; ++s)
+    plan.splits.push_back(split_k_range(problem.k, tactic.cta_k, tactic.splits, s));
+  for (int raw = 0; raw < 256; ++raw) {
+    const uint16_t scale = prepared_scale(transform, uint8_t(raw));
+    for (int code = 0; code < 16; ++code) {
+      const uint16_t weight = dequantize(transform, uint8_t(code), scale);
+      plan.weight_f16[raw * 16 + code] = weight;
+      plan.weight_f32[raw * 16 + code] = f16_to_f32(weight);
+    }
+  }
+  const size_t count = problem.activations.size();
+  plan.activation_f32.resize(count);
+  plan.activation_v100_exponent.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    const float value = f16_to_f32(problem.activations[i]);
+    plan.activation_f32[i] = value;
+    plan.activation_v100_exponent[i] = std::max<int32_t>((f32_to_bits(value) >> 23) & 0xFF, 113);
+  }
+  return plan;
+}
+
+FastInputs MakeFastInputs(const GemmPlan& plan) {
+  const GroupedProblem& problem = *plan.problem;
+  return FastInputs{plan.model,
+                    problem.n,
+                    problem.k,
+                    problem.row_offsets.data(),
+                    plan.splits.data(),
+                    int(plan.splits.size()),
+                    problem.packed_codes.data(),
+                    problem.scale_bytes.data(),
+                    plan.weight_f32.data(),
+                    plan.activation_f32.data(),
+                    plan.activation_v100_exponent.data(),
+                    problem.activations.data()};
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::GemmPlan;
+
+// Below this many multiply-adds a call runs on the calling thread: starting threads would cost
+// more than the work (fuzzers call the oracle on many small problems).
+constexpr double kMinMacsPerThread = 1 << 18;
+
+int ThreadCount(int requested, int items, double macs) {
+  const int hardware = int(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = requested > 0 ? requested : std::min(hardware, int(macs / kMinMacsPerThread) + 1);
+  return std::max(1, std::min(threads, items));
+}
+
+// Runs work(item, worker) for items [0, count) on `threads` threads, items handed out in order.
+void ParallelFor(int count, int threads, const std::function<void(int item, int worker)>& work) {
+  if (threads <= 1) {
+    for (int item = 0; item < count; ++item) work(item, 0);
+    return;
+  }
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int worker = 0; worker < threads; ++worker) {
+    pool.emplace_back([&, worker] {
+      for (int item = next++; item < count; item = next++) work(item, worker);
+    });
+  }
+  for (std::thread& thread : pool) thread.join();
+}
+
+// Weights of column n of `group` over all k, as fp16 bits.
+void DequantizeColumn(const GemmPlan& plan, int group, int n, std::vector<uint16_t>& weights) {
+  const GroupedProblem& problem = *plan.problem;
+  const int k = problem.k;
+  weights.resize(size_t(k));
+  const uint8_t* codes =
+      problem.packed_codes.data() + size_t(group) * problem.codes_per_group() + size_t(n) * (k / 2);
+  const uint8_t* scales =
+      problem.scale_bytes.data() + size_t(group) * problem.scales_per_group() + size_t(n) * (k / kBlockK);
+  for (int kk = 0; kk < k; ++kk)
+    weights[kk] = plan.weight_f16[scales[kk / kBlockK] * 16 + unpack_code(codes, kk)];
+}
+
+// One output element by the definition; `trace` (optional) receives every accumulator state.
+uint32_t ScalarElement(const GemmPlan& plan, const uint16_t* activations, const uint16_t* weights,
+                       std::vector<TraceStep>* trace) {
+  uint32_t reduced = 0;
+  for (int split = 0; split < int(plan.splits.size()); ++split) {
+    const KRange range = plan.splits[split];
+    uint32_t acc = 0;  // +0
+    for (int k = range.begin; k < range.end; k += 4) {
+      acc = Step(plan.model, acc, std::span<const uint16_t, 4>(activations + k, 4),
+                 std::span<const uint16_t, 4>(weights + k, 4));
+      if (trace != nullptr) trace->push_back(TraceStep{split, k, acc});
+    }
+    if (split == 0) {
+      reduced = acc;
+    } else {
+      reduced = ReduceAdd(plan.model, reduced, acc);
+      if (trace != nullptr) trace->push_back(TraceStep{split, -1, reduced});
+    }
+  }
+  return reduced;
+}
+
+absl::Status Validate(const GroupedProblem& problem, const ReferenceOptions& options) {
+  if (absl::Status status = ValidateProblem(problem); !status.ok()) return status;
+  if (absl::Status status = ValidateTactic(options.tactic); !status.ok()) return status;
+  if (int(options.model) >= kStepModelCount) {
+    return absl::InvalidArgumentError(fmt::format("unknown step model {}", int(options.model)));
+  }
+  if (int(options.transform) >= kTransformCount) {
+    return absl::InvalidArgumentError(fmt::format("unknown transform {}", int(options.transform)));
+  }
+  // The output (and the work list) can be far larger than the inputs; refuse instead of failing
+  // an allocation.
+  constexpr double kMaxElements = double(1u << 31);
+  if (double(problem.rows()) * problem.n > kMaxElements || double(problem.groups) * problem.n > kMaxElements) {
+    return absl::ResourceExhaustedError(fmt::format("{} rows x {} columns ({} groups) exceed the reference's "
+                                                    "limit of 2^31 outputs",
+                                                    problem.rows(), problem.n, problem.groups));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool ReferenceFastPathAvailable() { return internal::FastPathSupportedByCpu(); }
+
+absl::Status ReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
+                              std::vector<uint32_t>& output) {
+  if (absl::Status status = Validate(problem, options); !status.ok()) return status;
+  const bool fast_available = internal::FastPathSupportedByCpu();
+  if (options.path == ReferencePath::kFast && !fast_available) {
+    return absl::UnimplementedError("the fast reference path needs a CPU with AVX2 and FMA");
+  }
+  const bool fast = options.path != ReferencePath::kScalar && fast_available;
+  const GemmPlan plan = internal::BuildGemmPlan(problem, options.transform, options.model, options.tactic);
+  output.assign(size_t(problem.rows()) * size_t(problem.n), 0);
+  const double macs = double(problem.rows()) * problem.n * problem.k;
+
+  if (fast) {
+    constexpr int kLanes = internal::kFastLanes;
+    const int blocks_per_group = (problem.n + kLanes - 1) / kLanes;
+    const int items = problem.groups * blocks_per_group;
+    const int threads = ThreadCount(options.threads, items, macs);
+    int max_rows = 0;
+    for (int g = 0; g < problem.groups; ++g)
+      max_rows = std::max(max_rows, problem.row_offsets[g + 1] - problem.row_offsets[g]);
+    struct Scratch {
+      std::vector<float> panel, state;
+    };
+    std::vector<Scratch> scratch(threads);
+    for (Scratch& buffers : scratch) {
+      buffers.panel.resize(internal::kFastPanelK * kLanes);
+      buffers.state.resize(size_t(max_rows) * 2 * kLanes);
+    }
+    const internal::FastInputs inputs = internal::MakeFastInputs(plan);
+    ParallelFor(items, threads, [&](int item, int worker) {
+      const int group = item / blocks_per_group;
+      if (problem.row_offsets[group + 1] == problem.row_offsets[group]) return;
+      internal::RunFastColumnBlock(inputs, group, (item % blocks_per_group) * kLanes,
+                                   scratch[worker].panel.data(), scratch[worker].state.data(), output.data());
+    });
+    return absl::OkStatus();
+  }
+
+  const int items = problem.groups * problem.n;
+  const int threads = ThreadCount(options.threads, items, macs);
+  std::vector<std::vector<uint16_t>> weights(threads);
+  ParallelFor(items, threads, [&](int item, int worker) {
+    const int group = item / problem.n;
+    const int n = item % problem.n;
+    const int row_begin = problem.row_offsets[group];
+    const int row_end = problem.row_offsets[group + 1];
+    if (row_begin == row_end) return;
+    DequantizeColumn(plan, group, n, weights[worker]);
+    for (int row = row_begin; row < row_end; ++row) {
+      output[size_t(row) * size_t(problem.n) + size_t(n)] =
+          ScalarElement(plan, problem.activations.data() + size_t(row) * size_t(problem.k),
+                        weights[worker].data(), nullptr);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status ReferenceGemm(const GroupedProblem& problem, const ReferenceOptions& options,
+                           std::vector<uint16_t>& output) {
+  std::vector<uint32_t> f32;
+  if (absl::Status status = ReferenceGemmF32(problem, options, f32); !status.ok()) return status;
+  output.resize(f32.size());
+  for (size_t i = 0; i < f32.size(); ++i) output[i] = f32_to_f16_rne(bits_to_f32(f32[i]));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ElementTrace> TraceElement(const GroupedProblem& problem, const ReferenceOptions& options,
+                                          int row, int column) {
+  if (absl::Status status = Validate(problem, options); !status.ok()) return status;
+  if (row < 0 || row >= problem.rows()) {
+    return absl::OutOfRangeError(fmt::format("row {} outside [0, {})", row, problem.rows()));
+  }
+  if (column < 0 || column >= problem.n) {
+    return absl::OutOfRangeError(fmt::format("column {} outside [0, {})", column, problem.n));
+  }
+  int group = 0;
+  while (problem.row_offsets[group + 1] <= row) ++group;
+  const GemmPlan plan = internal::BuildGemmPlan(problem, options.transform, options.model, options.tactic);
+  std::vector<uint16_t> weights;
+  DequantizeColumn(plan, group, column, weights);
+  ElementTrace trace;
+  trace.result_f32 = ScalarElement(plan, problem.activations.data() + size_t(row) * size_t(problem.k),
+                                   weights.data(), &trace.steps);
+  trace.result_f16 = f32_to_f16_rne(bits_to_f32(trace.result_f32));
+  return trace;
+}
+
+}  // namespace mxdiff

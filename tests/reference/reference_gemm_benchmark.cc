@@ -1,0 +1,73 @@
+// The reference GEMM on the decode shapes of FACTS.md §7 (6 groups of one row), per model and
+// path, as MAC/s. Not a test: run by hand, e.g.
+//   build-ref/tests/reference/reference_gemm_benchmark --benchmark_filter='Decode/.*'
+#include <random>
+
+#include "benchmark/benchmark.h"
+#include "reference/reference_gemm.h"
+#include "tests/reference/gemm_test_problems.h"
+
+namespace mxdiff {
+namespace {
+
+struct Shape {
+  const char* name;
+  int n;
+  int k;
+};
+constexpr Shape kShapes[] = {{"W13", 1024, 4096}, {"W2", 4096, 512}};
+
+void BM_ReferenceGemm(benchmark::State& state, Shape shape, StepModel model, ReferencePath path) {
+  if (path != ReferencePath::kScalar && !ReferenceFastPathAvailable()) {
+    state.SkipWithError("no AVX2/FMA: no fast path on this CPU");
+    return;
+  }
+  std::mt19937_64 rng(42);
+  testing::OwnedProblem problem =
+      testing::RandomProblem(rng, 6, shape.n, shape.k, 1, testing::Values::kModerate);
+  problem.row_offsets = {0, 1, 2, 3, 4, 5, 6};  // 6 experts x 1 row: one decode token, top-6
+  problem.activations.resize(6 * size_t(shape.k));
+  for (size_t i = 0; i < problem.activations.size(); ++i)
+    problem.activations[i] = uint16_t(0x3000 + (rng() & 0x83FF));
+  ReferenceOptions options;
+  options.model = model;
+  options.path = path;
+  std::vector<uint16_t> output;
+  for (auto _ : state) {
+    const absl::Status status = ReferenceGemm(problem.View(), options, output);
+    if (!status.ok()) {
+      state.SkipWithError(std::string(status.message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(output.data());
+  }
+  const double macs = 6.0 * shape.n * shape.k;
+  state.counters["MAC/s"] = benchmark::Counter(macs, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void RegisterAll() {
+  for (const Shape& shape : kShapes) {
+    for (StepModel model : kAllStepModels) {
+      for (ReferencePath path : {ReferencePath::kAuto, ReferencePath::kScalar}) {
+        const std::string name = std::string("Decode/") + shape.name + "/" +
+                                 std::string(StepModelName(model)) +
+                                 (path == ReferencePath::kScalar ? "/scalar" : "/fast");
+        benchmark::RegisterBenchmark(name.c_str(), BM_ReferenceGemm, shape, model, path)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mxdiff
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  mxdiff::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
