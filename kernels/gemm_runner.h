@@ -28,18 +28,31 @@ class PreparedLayer {
   virtual const LayerAdmission& admission() const = 0;
 };
 
+// Device in, device out: no copies, no poisoning, no synchronization (benchmarks, graphs).
+struct DeviceBatch {
+  std::span<const int32_t> row_offsets;         // host copy: shape checks and grid size
+  const int32_t* device_row_offsets = nullptr;  // the same values on the device
+  const uint16_t* activations = nullptr;        // device, M x K fp16 bits, 8-byte aligned
+  uint16_t* output = nullptr;                   // device, M x N fp16 bits
+  void* stream = nullptr;                       // cudaStream_t; null: the runner's stream
+};
+
 struct RunRequest {
   TransformRequest transform = TransformRequest::kAuto;
   FallbackPolicy policy = FallbackPolicy::kFallback;
-  std::optional<Tactic> tactic;  // the ordinary tactic; absent: the dispatch table chooses
+  std::optional<Tactic> tactic;  // the ordinary tactic; absent: DefaultTactic()
 };
 
+// One runner per device and thread: its staging buffers and workspace are reused across calls.
 class GemmRunner {
  public:
   virtual ~GemmRunner() = default;
 
   // Unavailable (with the CUDA error text) where there is no usable GPU.
   static absl::StatusOr<std::unique_ptr<GemmRunner>> Create(int device = 0);
+  // The same with a subset of the built kernels (tests of the folded-missing fallback);
+  // InvalidArgument if `registry` names a kernel this build lacks.
+  static absl::StatusOr<std::unique_ptr<GemmRunner>> CreateWithRegistry(int device, KernelRegistry registry);
 
   virtual const KernelRegistry& registry() const = 0;
   virtual std::string DeviceName() const = 0;
@@ -55,6 +68,18 @@ class GemmRunner {
   virtual absl::StatusOr<Route> Run(const PreparedLayer& layer, std::span<const int32_t> row_offsets,
                                     std::span<const uint16_t> activations, std::span<uint16_t> output,
                                     const RunRequest& request) = 0;
+
+  // RunOnDevice's device buffers are the caller's; the device output is not poisoned. Run
+  // fills its device output with 0xFFFF (a NaN no kernel writes) before every launch.
+  virtual absl::StatusOr<Route> RunOnDevice(const PreparedLayer& layer, const DeviceBatch& batch,
+                                            const RunRequest& request) = 0;
+
+  // Measures the ordinary candidates for this layer's shape and these row offsets, caches the
+  // fastest for later requests without a tactic (before the dispatch table) and returns it.
+  virtual absl::StatusOr<Tactic> Tune(const PreparedLayer& layer, std::span<const int32_t> row_offsets) = 0;
+
+  // The tactic a request without one gets: the tuned one if cached, else the dispatch table's.
+  virtual Tactic DefaultTactic(int n, int k, std::span<const int32_t> row_offsets) const = 0;
 
   // Checks the CUDA context after a launch: a sticky error (illegal address, ...) becomes a
   // status here instead of a crash, so a fuzzing campaign can record it as a finding.

@@ -1,0 +1,367 @@
+#include "kernels/gemm_runner.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "fmt/core.h"
+#include "kernels/builtin_kernels.h"
+#include "kernels/dispatch_table.h"
+#include "kernels/grouped_gemm_launch.h"
+#include "kernels/launch_plan.h"
+#include "kernels/tactic_cache.h"
+
+namespace mxdiff {
+namespace {
+
+absl::Status CudaStatus(cudaError_t error, std::string_view what) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(fmt::format("{}: {} ({})", what, cudaGetErrorString(error), cudaGetErrorName(error)));
+}
+
+#define MXDIFF_RETURN_IF_ERROR(expression)            \
+  do {                                                \
+    if (absl::Status _status = (expression); !_status.ok()) return _status; \
+  } while (false)
+
+// A device allocation that only grows.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(data_); }
+
+  // True in `grown` when the old contents were dropped.
+  absl::Status Reserve(size_t bytes, bool* grown = nullptr) {
+    if (grown) *grown = false;
+    if (bytes <= capacity_) return absl::OkStatus();
+    cudaFree(data_);
+    data_ = nullptr;
+    capacity_ = 0;
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data_, bytes), fmt::format("cudaMalloc of {} bytes", bytes)));
+    capacity_ = bytes;
+    if (grown) *grown = true;
+    return absl::OkStatus();
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+class DeviceLayer final : public PreparedLayer {
+ public:
+  DeviceLayer(const void* owner, int groups, int n, int k, LayerAdmission admission)
+      : owner_(owner), groups_(groups), n_(n), k_(k), admission_(std::move(admission)) {}
+  int groups() const override { return groups_; }
+  int n() const override { return n_; }
+  int k() const override { return k_; }
+  const LayerAdmission& admission() const override { return admission_; }
+
+  const void* owner() const { return owner_; }
+  DeviceBuffer codes;
+  DeviceBuffer ordinary_scales;
+  DeviceBuffer folded_scales;  // only when admitted
+
+  const uint16_t* scales(Transform transform) const {
+    return transform == Transform::kOrdinary ? ordinary_scales.as<uint16_t>() : folded_scales.as<uint16_t>();
+  }
+
+ private:
+  const void* owner_;
+  int groups_;
+  int n_;
+  int k_;
+  LayerAdmission admission_;
+};
+
+constexpr int kTuneWarmups = 3;
+constexpr int kTuneLaunches = 20;
+
+class CudaGemmRunner final : public GemmRunner {
+ public:
+  CudaGemmRunner(int device, std::string name, int multiprocessors, KernelRegistry registry, cudaStream_t stream)
+      : device_(device),
+        name_(std::move(name)),
+        multiprocessors_(multiprocessors),
+        registry_(std::move(registry)),
+        stream_(stream) {}
+  ~CudaGemmRunner() override {
+    cudaSetDevice(device_);
+    cudaStreamDestroy(stream_);
+  }
+
+  const KernelRegistry& registry() const override { return registry_; }
+  std::string DeviceName() const override { return name_; }
+
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> Prepare(int groups, int n, int k,
+                                                        std::span<const uint8_t> packed_codes,
+                                                        std::span<const uint8_t> scale_bytes) override {
+    if (groups < 1 || n < 1) {
+      return absl::InvalidArgumentError(fmt::format("groups and N must be >= 1, got {} and {}", groups, n));
+    }
+    if (k < kBlockK || k % kBlockK != 0) {
+      return absl::InvalidArgumentError(fmt::format("K must be a positive multiple of {}, got {}", kBlockK, k));
+    }
+    if ((long long)n * k > std::numeric_limits<int32_t>::max() ||
+        (long long)groups * n * k / 2 > (1ll << 40)) {
+      return absl::InvalidArgumentError(fmt::format("layer {} x {} x {} is too large", groups, n, k));
+    }
+    const size_t code_count = size_t(groups) * n * (k / 2);
+    const size_t scale_count = size_t(groups) * n * (k / kBlockK);
+    if (packed_codes.size() != code_count || scale_bytes.size() != scale_count) {
+      return absl::InvalidArgumentError(
+          fmt::format("layer {} x {} x {} needs {} code bytes and {} scale bytes, got {} and {}", groups, n, k,
+                      code_count, scale_count, packed_codes.size(), scale_bytes.size()));
+    }
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    auto layer = std::make_unique<DeviceLayer>(this, groups, n, k, AdmitLayer(scale_bytes));
+    MXDIFF_RETURN_IF_ERROR(layer->codes.Reserve(code_count));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(
+        cudaMemcpy(layer->codes.as<void>(), packed_codes.data(), code_count, cudaMemcpyHostToDevice), "copy codes"));
+    std::vector<uint16_t> prepared(scale_count);
+    for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
+      if (transform == Transform::kFolded && !layer->admission().admitted) continue;
+      DeviceBuffer& buffer = transform == Transform::kOrdinary ? layer->ordinary_scales : layer->folded_scales;
+      std::transform(scale_bytes.begin(), scale_bytes.end(), prepared.begin(),
+                     [transform](uint8_t raw) { return prepared_scale(transform, raw); });
+      MXDIFF_RETURN_IF_ERROR(buffer.Reserve(scale_count * sizeof(uint16_t)));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(buffer.as<void>(), prepared.data(),
+                                                   scale_count * sizeof(uint16_t), cudaMemcpyHostToDevice),
+                                        "copy scales"));
+    }
+    return std::unique_ptr<PreparedLayer>(std::move(layer));
+  }
+
+  absl::StatusOr<Route> Run(const PreparedLayer& layer, std::span<const int32_t> row_offsets,
+                            std::span<const uint16_t> activations, std::span<uint16_t> output,
+                            const RunRequest& request) override {
+    absl::StatusOr<const DeviceLayer*> device_layer = Own(layer);
+    if (!device_layer.ok()) return device_layer.status();
+    absl::StatusOr<std::pair<Route, LaunchPlan>> routed = RouteAndPlan(**device_layer, row_offsets, request);
+    if (!routed.ok()) return routed.status();
+    const auto& [route, plan] = *routed;
+    const size_t rows = size_t(plan.rows);
+    if (activations.size() != rows * layer.k() || output.size() != rows * layer.n()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{} rows x K {} x N {}: activations need {} elements (got {}), output {} (got {})", rows, layer.k(),
+          layer.n(), rows * layer.k(), activations.size(), rows * layer.n(), output.size()));
+    }
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(staged_offsets_.Reserve(row_offsets.size_bytes()));
+    MXDIFF_RETURN_IF_ERROR(staged_activations_.Reserve(std::max<size_t>(activations.size_bytes(), 16)));
+    MXDIFF_RETURN_IF_ERROR(staged_output_.Reserve(std::max<size_t>(output.size_bytes(), 16)));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(staged_offsets_.as<void>(), row_offsets.data(),
+                                                      row_offsets.size_bytes(), cudaMemcpyHostToDevice, stream_),
+                                      "copy row offsets"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(staged_activations_.as<void>(), activations.data(),
+                                                      activations.size_bytes(), cudaMemcpyHostToDevice, stream_),
+                                      "copy activations"));
+    MXDIFF_RETURN_IF_ERROR(
+        CudaStatus(cudaMemsetAsync(staged_output_.as<void>(), 0xFF, output.size_bytes(), stream_), "poison output"));
+    MXDIFF_RETURN_IF_ERROR(Launch(**device_layer, route, plan, row_offsets, staged_offsets_.as<int32_t>(),
+                                  staged_activations_.as<uint16_t>(), staged_output_.as<uint16_t>(), stream_));
+    std::vector<uint16_t> result(output.size());
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(result.data(), staged_output_.as<void>(), output.size_bytes(),
+                                                      cudaMemcpyDeviceToHost, stream_),
+                                      "copy output"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "kernel"));
+    std::copy(result.begin(), result.end(), output.begin());
+    return route;
+  }
+
+  absl::StatusOr<Route> RunOnDevice(const PreparedLayer& layer, const DeviceBatch& batch,
+                                    const RunRequest& request) override {
+    absl::StatusOr<const DeviceLayer*> device_layer = Own(layer);
+    if (!device_layer.ok()) return device_layer.status();
+    absl::StatusOr<std::pair<Route, LaunchPlan>> routed = RouteAndPlan(**device_layer, batch.row_offsets, request);
+    if (!routed.ok()) return routed.status();
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    cudaStream_t stream = batch.stream != nullptr ? static_cast<cudaStream_t>(batch.stream) : stream_;
+    MXDIFF_RETURN_IF_ERROR(Launch(**device_layer, routed->first, routed->second, batch.row_offsets,
+                                  batch.device_row_offsets, batch.activations, batch.output, stream));
+    return routed->first;
+  }
+
+  absl::StatusOr<Tactic> Tune(const PreparedLayer& layer, std::span<const int32_t> row_offsets) override {
+    absl::StatusOr<const DeviceLayer*> device_layer = Own(layer);
+    if (!device_layer.ok()) return device_layer.status();
+    const DispatchShape shape = ShapeOf(layer.n(), layer.k(), row_offsets);
+    absl::StatusOr<LaunchPlan> plan = PlanLaunch(kDefaultShapeTactic, layer.groups(), layer.n(), layer.k(),
+                                                 row_offsets);
+    if (!plan.ok()) return plan.status();
+    const size_t rows = size_t(plan->rows);
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(staged_offsets_.Reserve(row_offsets.size_bytes()));
+    MXDIFF_RETURN_IF_ERROR(staged_activations_.Reserve(std::max<size_t>(rows * layer.k() * 2, 16)));
+    MXDIFF_RETURN_IF_ERROR(staged_output_.Reserve(std::max<size_t>(rows * layer.n() * 2, 16)));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(staged_offsets_.as<void>(), row_offsets.data(),
+                                                 row_offsets.size_bytes(), cudaMemcpyHostToDevice),
+                                      "copy row offsets"));
+    // fp16 0x3C00 (1.0) activations: finite, non-zero work for the timing.
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemset(staged_activations_.as<void>(), 0x3C, rows * layer.k() * 2),
+                                      "fill activations"));
+    cudaEvent_t start = nullptr;
+    cudaEvent_t stop = nullptr;
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&start), "cudaEventCreate"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&stop), "cudaEventCreate"));
+    const DeviceBatch batch{.row_offsets = row_offsets,
+                            .device_row_offsets = staged_offsets_.as<int32_t>(),
+                            .activations = staged_activations_.as<uint16_t>(),
+                            .output = staged_output_.as<uint16_t>(),
+                            .stream = stream_};
+    auto measure = [&](const Tactic& tactic) -> absl::StatusOr<double> {
+      const RunRequest request{.transform = TransformRequest::kOrdinary, .tactic = tactic};
+      for (int i = 0; i < kTuneWarmups; ++i) {
+        if (absl::StatusOr<Route> r = RunOnDevice(layer, batch, request); !r.ok()) return r.status();
+      }
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(start, stream_), "cudaEventRecord"));
+      for (int i = 0; i < kTuneLaunches; ++i) {
+        if (absl::StatusOr<Route> r = RunOnDevice(layer, batch, request); !r.ok()) return r.status();
+      }
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(stop, stream_), "cudaEventRecord"));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(stop), "kernel"));
+      float milliseconds = 0;
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventElapsedTime(&milliseconds, start, stop), "cudaEventElapsedTime"));
+      return milliseconds * 1e-3 / kTuneLaunches;
+    };
+    absl::StatusOr<Tactic> best = FastestTactic(CandidateTactics(registry_, shape), measure);
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (best.ok()) cache_.Store(name_, shape, *best);
+    return best;
+  }
+
+  Tactic DefaultTactic(int n, int k, std::span<const int32_t> row_offsets) const override {
+    const DispatchShape shape = ShapeOf(n, k, row_offsets);
+    if (std::optional<Tactic> cached = cache_.Find(name_, shape)) return *cached;
+    return TableTactic(shape, multiprocessors_);
+  }
+
+  absl::Status CheckDevice() override {
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "device"));
+    return CudaStatus(cudaGetLastError(), "device");
+  }
+
+ private:
+  static constexpr Tactic kDefaultShapeTactic{8, 128, 64, 1, 0};
+
+  absl::StatusOr<const DeviceLayer*> Own(const PreparedLayer& layer) const {
+    const auto* device_layer = dynamic_cast<const DeviceLayer*>(&layer);
+    if (device_layer == nullptr || device_layer->owner() != this) {
+      return absl::InvalidArgumentError("the layer was not prepared by this runner");
+    }
+    return device_layer;
+  }
+
+  // The route first (one authority: route.h), then the launch plan of exactly that tactic.
+  absl::StatusOr<std::pair<Route, LaunchPlan>> RouteAndPlan(const DeviceLayer& layer,
+                                                            std::span<const int32_t> row_offsets,
+                                                            const RunRequest& request) const {
+    if (row_offsets.size() != size_t(layer.groups()) + 1) {
+      return absl::InvalidArgumentError(fmt::format("row_offsets has {} entries, {} groups need {}",
+                                                    row_offsets.size(), layer.groups(), layer.groups() + 1));
+    }
+    const Tactic tactic = request.tactic ? *request.tactic : DefaultTactic(layer.n(), layer.k(), row_offsets);
+    absl::StatusOr<LaunchPlan> plan = PlanLaunch(tactic, layer.groups(), layer.n(), layer.k(), row_offsets);
+    if (!plan.ok()) return plan.status();
+    absl::StatusOr<Route> route = DecideRoute(registry_, tactic, request.transform, request.policy,
+                                              layer.admission().admitted, layer.admission().Describe());
+    if (!route.ok()) return route.status();
+    return std::pair{*std::move(route), *plan};
+  }
+
+  absl::Status Launch(const DeviceLayer& layer, const Route& route, const LaunchPlan& plan,
+                      std::span<const int32_t> row_offsets, const int32_t* device_row_offsets,
+                      const uint16_t* activations, uint16_t* output, cudaStream_t stream) {
+    bool grown = false;
+    MXDIFF_RETURN_IF_ERROR(semaphores_.Reserve(plan.semaphore_count * sizeof(int32_t), &grown));
+    if (grown || semaphores_dirty_) {
+      // Semaphores start at zero; a completed launch leaves them so, a failed one may not.
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(semaphores_.as<void>(), 0, semaphores_.capacity(), stream),
+                                        "clear split-K semaphores"));
+      semaphores_dirty_ = false;
+    }
+    MXDIFF_RETURN_IF_ERROR(partials_.Reserve(plan.partial_bytes));
+    const absl::Status status = LaunchGroupedGemm(DeviceGemmArgs{.transform = route.variant,
+                                                                 .tactic = route.tactic,
+                                                                 .groups = layer.groups(),
+                                                                 .n = layer.n(),
+                                                                 .k = layer.k(),
+                                                                 .row_offsets = row_offsets,
+                                                                 .device_row_offsets = device_row_offsets,
+                                                                 .activations = activations,
+                                                                 .codes = layer.codes.as<uint8_t>(),
+                                                                 .scales = layer.scales(route.variant),
+                                                                 .output = output,
+                                                                 .semaphores = semaphores_.as<int>(),
+                                                                 .semaphore_count =
+                                                                     semaphores_.capacity() / sizeof(int32_t),
+                                                                 .partials = partials_.as<float>(),
+                                                                 .partial_bytes = partials_.capacity(),
+                                                                 .stream = stream});
+    if (!status.ok() && status.code() != absl::StatusCode::kInvalidArgument) semaphores_dirty_ = true;
+    return status;
+  }
+
+  int device_;
+  std::string name_;
+  int multiprocessors_;
+  KernelRegistry registry_;
+  cudaStream_t stream_;
+  TacticCache cache_;
+  DeviceBuffer staged_offsets_;
+  DeviceBuffer staged_activations_;
+  DeviceBuffer staged_output_;
+  DeviceBuffer semaphores_;  // split-K workspace
+  DeviceBuffer partials_;
+  bool semaphores_dirty_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GemmRunner>> GemmRunner::Create(int device) {
+  return CreateWithRegistry(device, BuiltinKernelRegistry());
+}
+
+absl::StatusOr<std::unique_ptr<GemmRunner>> GemmRunner::CreateWithRegistry(int device, KernelRegistry registry) {
+  const KernelRegistry builtin = BuiltinKernelRegistry();
+  for (const Tactic& tactic : registry.OrdinaryTactics()) {
+    if (!builtin.Has(tactic, Transform::kOrdinary)) {
+      return absl::InvalidArgumentError(fmt::format("no ordinary kernel {} in this build", TacticName(tactic)));
+    }
+  }
+  int count = 0;
+  const cudaError_t count_error = cudaGetDeviceCount(&count);
+  if (count_error != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return absl::UnavailableError(fmt::format("cudaGetDeviceCount: {}", count_error != cudaSuccess
+                                                                             ? cudaGetErrorString(count_error)
+                                                                             : "no device"));
+  }
+  if (device < 0 || device >= count) {
+    return absl::InvalidArgumentError(fmt::format("CUDA device {} does not exist ({} found)", device, count));
+  }
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+  cudaDeviceProp properties{};
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties"));
+  if (properties.major * 10 + properties.minor < 70) {
+    return absl::UnavailableError(fmt::format("{} is sm_{}{}: m8n8k4 needs sm_70 or later", properties.name,
+                                              properties.major, properties.minor));
+  }
+  cudaStream_t stream = nullptr;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  return std::unique_ptr<GemmRunner>(std::make_unique<CudaGemmRunner>(
+      device, properties.name, properties.multiProcessorCount, std::move(registry), stream));
+}
+
+}  // namespace mxdiff

@@ -1,0 +1,52 @@
+// The grouped MXFP4 x FP16 -> FP16 kernel: one CTA computes one (M tile, N tile, split).
+// Block index = split x tiles + tile.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernel_launch.h"
+#include "kernels/mainloop.cuh"
+#include "kernels/splitk_epilogue.cuh"
+#include "kernels/tile_raster.h"
+#include "reference/split_plan.h"
+
+namespace mxdiff {
+
+template <int kCtaM, int kCtaN, int kCtaK, Transform kTransform>
+__global__ void __launch_bounds__(128) GroupedGemmKernel(KernelLaunch p) {
+  using Loop = Mainloop<kCtaM, kCtaN, kCtaK, kTransform>;
+  using Epilogue = SplitKEpilogue<kCtaM, kCtaN>;
+  __shared__ typename Loop::SharedStorage smem;
+
+  const int tiles = p.m_tiles * p.n_tiles;
+  const int tile = blockIdx.x % tiles;
+  const int split = blockIdx.x / tiles;
+  const TileCoord coord = SwizzledTile(tile, p.m_tiles, p.n_tiles, p.swizzle);
+  const GroupTile group_tile = FindGroupTile(p.row_offsets, p.groups, kCtaM, coord.m);
+  const KRange range = split_k_range(p.k, kCtaK, p.splits, split);
+
+  const int lane = threadIdx.x & 31;
+  const int column_begin = coord.n * kCtaN;
+  const int column = column_begin + (threadIdx.x >> 5) * 32 + QuadPair(lane) * 8 + FragmentIndex(lane);
+  const bool column_valid = column < p.n;
+  const size_t weight_row = size_t(group_tile.group) * p.n + (column_valid ? column : 0);
+  const uint8_t* code_row = p.codes + weight_row * (p.k / 2);
+  const uint16_t* scale_row = p.scales + weight_row * (p.k / kBlockK);
+
+  float acc[kCtaM / 8][8];
+#pragma unroll
+  for (int block = 0; block < kCtaM / 8; ++block) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[block][i] = 0.0f;
+  }
+  Loop::Run(acc, smem, p.activations, p.k, group_tile.row_begin, group_tile.row_end, code_row, scale_row,
+            column_valid, range.begin, range.end);
+
+  if (p.splits > 1) {
+    float* tile_partials = p.partials + size_t(tile) * p.splits * kCtaM * kCtaN;
+    if (!Epilogue::Reduce(acc, tile_partials, p.semaphores + tile, split, p.splits)) return;
+  }
+  Epilogue::Store(acc, p.output, p.n, group_tile.row_begin, group_tile.row_end, column_begin);
+}
+
+}  // namespace mxdiff

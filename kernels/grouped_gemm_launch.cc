@@ -1,0 +1,44 @@
+#include "kernels/grouped_gemm_launch.h"
+
+#include <cuda_runtime_api.h>
+
+#include "fmt/core.h"
+#include "kernels/kernel_instantiations.h"
+
+namespace mxdiff {
+
+absl::Status LaunchGroupedGemm(const DeviceGemmArgs& args) {
+  absl::StatusOr<LaunchPlan> plan = PlanLaunch(args.tactic, args.groups, args.n, args.k, args.row_offsets);
+  if (!plan.ok()) return plan.status();
+  KernelLaunch launch{.transform = args.transform,
+                      .shape_index = plan->shape_index,
+                      .splits = plan->splits,
+                      .swizzle = args.tactic.swizzle,
+                      .groups = args.groups,
+                      .n = args.n,
+                      .k = args.k,
+                      .m_tiles = plan->m_tiles,
+                      .n_tiles = plan->n_tiles,
+                      .row_offsets = args.device_row_offsets,
+                      .activations = args.activations,
+                      .codes = args.codes,
+                      .scales = args.scales,
+                      .output = args.output,
+                      .semaphores = args.semaphores,
+                      .semaphore_count = args.semaphore_count,
+                      .partials = args.partials,
+                      .partial_bytes = args.partial_bytes,
+                      .stream = args.stream};
+  if (absl::Status status = CheckLaunch(launch, *plan); !status.ok()) return status;
+  if (plan->ctas() == 0) return absl::OkStatus();  // no rows: nothing to compute or write
+  const cudaError_t error = args.transform == Transform::kOrdinary ? LaunchOrdinaryKernel(launch)
+                                                                   : LaunchFoldedKernel(launch);
+  if (error != cudaSuccess) {
+    return absl::InternalError(fmt::format("launch of {} {} failed: {}", args.transform == Transform::kOrdinary
+                                                                             ? "ordinary" : "folded",
+                                           TacticName(args.tactic), cudaGetErrorString(error)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mxdiff

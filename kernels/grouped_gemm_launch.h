@@ -1,0 +1,36 @@
+// Checked launch of one grouped GEMM on device pointers: plans, checks every pointer and the
+// workspace, and only then launches. No copies, no synchronization (callers: GemmRunner,
+// benchmarks). Errors come back before any launch; a CUDA launch error becomes Internal.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "absl/status/status.h"
+#include "kernels/kernel_launch.h"
+#include "kernels/launch_plan.h"
+
+namespace mxdiff {
+
+struct DeviceGemmArgs {
+  Transform transform = Transform::kOrdinary;
+  Tactic tactic;
+  int groups = 0;
+  int n = 0;
+  int k = 0;
+  std::span<const int32_t> row_offsets;  // host copy of device_row_offsets: shape and grid
+  const int32_t* device_row_offsets = nullptr;
+  const uint16_t* activations = nullptr;
+  const uint8_t* codes = nullptr;
+  const uint16_t* scales = nullptr;  // prepared for `transform`
+  uint16_t* output = nullptr;
+  int* semaphores = nullptr;  // split-K workspace, see kernel_launch.h
+  size_t semaphore_count = 0;
+  float* partials = nullptr;
+  size_t partial_bytes = 0;
+  void* stream = nullptr;
+};
+
+absl::Status LaunchGroupedGemm(const DeviceGemmArgs& args);
+
+}  // namespace mxdiff

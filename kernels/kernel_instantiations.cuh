@@ -1,0 +1,34 @@
+// Instantiates GroupedGemmKernel for every CTA shape of builtin_kernels.h and one transform.
+#pragma once
+
+#include <utility>
+
+#include "kernels/builtin_kernels.h"
+#include "kernels/grouped_gemm_kernel.cuh"
+#include "kernels/kernel_instantiations.h"
+
+namespace mxdiff {
+
+template <Transform kTransform, int kShape>
+cudaError_t LaunchShape(const KernelLaunch& launch) {
+  constexpr CtaShape shape = kCtaShapes[kShape];
+  const long long ctas = (long long)launch.m_tiles * launch.n_tiles * launch.splits;
+  GroupedGemmKernel<shape.m, shape.n, shape.k, kTransform>
+      <<<unsigned(ctas), kCtaThreads, 0, static_cast<cudaStream_t>(launch.stream)>>>(launch);
+  return cudaGetLastError();
+}
+
+template <Transform kTransform, int... kShapes>
+cudaError_t LaunchAnyShape(const KernelLaunch& launch, std::integer_sequence<int, kShapes...>) {
+  using Launcher = cudaError_t (*)(const KernelLaunch&);
+  constexpr Launcher kLaunchers[] = {&LaunchShape<kTransform, kShapes>...};
+  if (launch.shape_index < 0 || launch.shape_index >= int(sizeof...(kShapes))) return cudaErrorInvalidValue;
+  return kLaunchers[launch.shape_index](launch);
+}
+
+template <Transform kTransform>
+cudaError_t LaunchTransform(const KernelLaunch& launch) {
+  return LaunchAnyShape<kTransform>(launch, std::make_integer_sequence<int, kCtaShapeCount>());
+}
+
+}  // namespace mxdiff

@@ -1,0 +1,7 @@
+#include "kernels/kernel_instantiations.cuh"
+
+namespace mxdiff {
+
+cudaError_t LaunchFoldedKernel(const KernelLaunch& launch) { return LaunchTransform<Transform::kFolded>(launch); }
+
+}  // namespace mxdiff

@@ -1,0 +1,7 @@
+#include "kernels/kernel_instantiations.cuh"
+
+namespace mxdiff {
+
+cudaError_t LaunchOrdinaryKernel(const KernelLaunch& launch) { return LaunchTransform<Transform::kOrdinary>(launch); }
+
+}  // namespace mxdiff

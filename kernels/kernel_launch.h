@@ -1,0 +1,41 @@
+// One launch of a grouped GEMM instantiation on device pointers: plain data, CUDA-free, shared
+// by the host-side checks (launch_plan.h) and the instantiations (kernel_instantiations.h).
+//
+// Split-K workspace (only when the effective split count is > 1), two separate buffers: one int
+// semaphore per output tile, zero when the launch starts (a completed launch leaves them zero
+// again), and tiles x splits x cta_m x cta_n fp32 partials (splitk_epilogue.cuh). Separate so
+// that a later launch with more tiles never reads an earlier launch's partials as semaphores.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "reference/transform.h"
+
+namespace mxdiff {
+
+inline constexpr size_t kPartialsAlign = 16;
+
+struct KernelLaunch {
+  Transform transform = Transform::kOrdinary;
+  int shape_index = 0;  // into kCtaShapes
+  int splits = 1;       // effective (already clamped by split_plan.h)
+  int swizzle = 0;
+  int groups = 0;
+  int n = 0;
+  int k = 0;
+  int m_tiles = 0;
+  int n_tiles = 0;
+  const int32_t* row_offsets = nullptr;  // device, groups + 1
+  const uint16_t* activations = nullptr;  // device, M x K fp16 bits
+  const uint8_t* codes = nullptr;         // device, groups x N x K/2
+  const uint16_t* scales = nullptr;       // device, groups x N x K/32 prepared fp16 scale bits
+  uint16_t* output = nullptr;             // device, M x N fp16 bits
+  int* semaphores = nullptr;  // device, zeroed
+  size_t semaphore_count = 0;
+  float* partials = nullptr;  // device
+  size_t partial_bytes = 0;
+  void* stream = nullptr;  // cudaStream_t
+};
+
+}  // namespace mxdiff

@@ -1,0 +1,106 @@
+#include "kernels/launch_plan.h"
+
+#include <limits>
+
+#include "fmt/core.h"
+#include "kernels/builtin_kernels.h"
+#include "kernels/tile_raster.h"
+#include "reference/split_plan.h"
+
+namespace mxdiff {
+namespace {
+
+// Device index arithmetic is int for rows, columns and k; sizes beyond this are refused.
+constexpr long long kMaxElements = std::numeric_limits<int32_t>::max();
+
+absl::Status CheckPointer(std::string_view what, const void* pointer, size_t alignment) {
+  if (pointer == nullptr) return absl::InvalidArgumentError(fmt::format("{} is null", what));
+  if (reinterpret_cast<uintptr_t>(pointer) % alignment != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} ({}) is not aligned to {} bytes", what, pointer, alignment));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LaunchPlan> PlanLaunch(const Tactic& tactic, int groups, int n, int k,
+                                      std::span<const int32_t> row_offsets) {
+  if (absl::Status status = ValidateTactic(tactic); !status.ok()) return status;
+  LaunchPlan plan;
+  plan.shape_index = CtaShapeIndex(tactic);
+  if (plan.shape_index < 0) {
+    return absl::InvalidArgumentError(fmt::format("no kernel is instantiated for CTA {}x{}x{}", tactic.cta_m,
+                                                  tactic.cta_n, tactic.cta_k));
+  }
+  if (tactic.swizzle < 0 || tactic.swizzle > kMaxSwizzleLog2) {
+    return absl::InvalidArgumentError(
+        fmt::format("swizzle must be 0..{}, got {}", kMaxSwizzleLog2, tactic.swizzle));
+  }
+  if (groups < 1) return absl::InvalidArgumentError(fmt::format("groups must be >= 1, got {}", groups));
+  if (n < 1) return absl::InvalidArgumentError(fmt::format("N must be >= 1, got {}", n));
+  if (k < kBlockK || k % kBlockK != 0) {
+    return absl::InvalidArgumentError(fmt::format("K must be a positive multiple of {}, got {}", kBlockK, k));
+  }
+  if (row_offsets.size() != size_t(groups) + 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("row_offsets has {} entries, {} groups need {}", row_offsets.size(), groups, groups + 1));
+  }
+  if (row_offsets[0] != 0) {
+    return absl::InvalidArgumentError(fmt::format("row_offsets[0] must be 0, got {}", row_offsets[0]));
+  }
+  long long m_tiles = 0;
+  for (int g = 0; g < groups; ++g) {
+    const long long rows = (long long)row_offsets[g + 1] - row_offsets[g];
+    if (rows < 0) {
+      return absl::InvalidArgumentError(fmt::format("row_offsets must ascend: [{}] = {} < [{}] = {}", g + 1,
+                                                    row_offsets[g + 1], g, row_offsets[g]));
+    }
+    m_tiles += (rows + tactic.cta_m - 1) / tactic.cta_m;
+  }
+  plan.rows = row_offsets[groups];
+  if ((long long)plan.rows * k > kMaxElements || (long long)plan.rows * n > kMaxElements ||
+      (long long)n * k > kMaxElements) {
+    return absl::InvalidArgumentError(
+        fmt::format("M x K, M x N or N x K exceeds {} elements (M {}, N {}, K {})", kMaxElements, plan.rows, n, k));
+  }
+  plan.m_tiles = int(m_tiles);
+  plan.n_tiles = (n + tactic.cta_n - 1) / tactic.cta_n;
+  plan.splits = effective_splits(k, tactic.cta_k, tactic.splits);
+  if (plan.ctas() > kMaxElements) {
+    return absl::InvalidArgumentError(fmt::format("{} CTAs exceed the grid limit", plan.ctas()));
+  }
+  if (plan.splits > 1) {
+    const size_t tiles = size_t(plan.m_tiles) * plan.n_tiles;
+    plan.semaphore_count = tiles;
+    plan.partial_bytes = tiles * size_t(plan.splits) * size_t(tactic.cta_m) * size_t(tactic.cta_n) * sizeof(float);
+  }
+  return plan;
+}
+
+absl::Status CheckLaunch(const KernelLaunch& launch, const LaunchPlan& plan) {
+  if (launch.shape_index != plan.shape_index || launch.splits != plan.splits ||
+      launch.m_tiles != plan.m_tiles || launch.n_tiles != plan.n_tiles) {
+    return absl::InvalidArgumentError("launch fields disagree with its plan");
+  }
+  if (absl::Status s = CheckPointer("row_offsets", launch.row_offsets, alignof(int32_t)); !s.ok()) return s;
+  // Activations are read 8 bytes at a time and codes 16 at a time (rows of K/2 bytes, K a
+  // multiple of 32, keep every row aligned when the base is).
+  if (absl::Status s = CheckPointer("activations", launch.activations, 8); !s.ok()) return s;
+  if (absl::Status s = CheckPointer("codes", launch.codes, 16); !s.ok()) return s;
+  if (absl::Status s = CheckPointer("scales", launch.scales, alignof(uint16_t)); !s.ok()) return s;
+  if (absl::Status s = CheckPointer("output", launch.output, alignof(uint16_t)); !s.ok()) return s;
+  if (plan.splits > 1) {
+    if (absl::Status s = CheckPointer("split-K semaphores", launch.semaphores, alignof(int32_t)); !s.ok()) return s;
+    if (absl::Status s = CheckPointer("split-K partials", launch.partials, kPartialsAlign); !s.ok()) return s;
+    if (launch.semaphore_count < plan.semaphore_count || launch.partial_bytes < plan.partial_bytes) {
+      return absl::InvalidArgumentError(fmt::format(
+          "workspace too small: {} splits over {} tiles need {} semaphores and {} partial bytes, got {} and {}",
+          plan.splits, plan.semaphore_count, plan.semaphore_count, plan.partial_bytes, launch.semaphore_count,
+          launch.partial_bytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mxdiff

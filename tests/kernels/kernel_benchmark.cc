@@ -1,0 +1,213 @@
+// Microseconds per call of the real decode shapes, both variants, against two floors measured
+// in this binary: bytes moved over the device-to-device copy bandwidth, and the emulated MMA's
+// FFMA work over the measured FFMA rate. Weight sets rotate so that L2 (60 MB on the H200)
+// cannot hold them; calls are replayed from a CUDA graph, each variant warmed on its own.
+//
+//   kernel_benchmark [--sets-bytes=BYTES] [--tune]
+// Prints one table; exit 1 on any CUDA or runner error.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fmt/core.h"
+#include "kernels/dispatch_table.h"
+#include "kernels/gemm_runner.h"
+#include "tests/kernels/ffma_rate.h"
+#include "tests/kernels/random_layer.h"
+
+namespace mxdiff::testing {
+namespace {
+
+#define BENCH_CHECK(expression)                                                              \
+  do {                                                                                       \
+    if (cudaError_t _error = (expression); _error != cudaSuccess) {                          \
+      fmt::print(stderr, "{}:{}: {}: {}\n", __FILE__, __LINE__, #expression, cudaGetErrorString(_error)); \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (false)
+
+template <typename T>
+T OrDie(absl::StatusOr<T> value, const char* what) {
+  if (!value.ok()) {
+    fmt::print(stderr, "{}: {}\n", what, value.status().ToString());
+    std::exit(1);
+  }
+  return *std::move(value);
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+double MeasureCopyBytesPerSecond() {
+  const size_t bytes = size_t(1) << 30;
+  void* source = nullptr;
+  void* destination = nullptr;
+  BENCH_CHECK(cudaMalloc(&source, bytes));
+  BENCH_CHECK(cudaMalloc(&destination, bytes));
+  BENCH_CHECK(cudaMemset(source, 0x5A, bytes));
+  cudaEvent_t start, stop;
+  BENCH_CHECK(cudaEventCreate(&start));
+  BENCH_CHECK(cudaEventCreate(&stop));
+  std::vector<double> rates;
+  for (int i = 0; i < 6; ++i) {
+    BENCH_CHECK(cudaEventRecord(start));
+    BENCH_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice));
+    BENCH_CHECK(cudaEventRecord(stop));
+    BENCH_CHECK(cudaEventSynchronize(stop));
+    float milliseconds = 0;
+    BENCH_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
+    if (i > 0) rates.push_back(2.0 * bytes / (milliseconds * 1e-3));  // read + write
+  }
+  cudaFree(source);
+  cudaFree(destination);
+  return Median(rates);
+}
+
+struct Shape {
+  const char* name;
+  int n;
+  int k;
+};
+constexpr Shape kShapes[] = {
+    {"W13 PP2xTP4", 1024, 4096}, {"W2 PP2xTP4", 4096, 512}, {"W13 TP8", 512, 4096}, {"W2 TP8", 4096, 256}};
+constexpr int kGroups = 6;
+
+struct Measurement {
+  double microseconds;
+  Route route;
+};
+
+// One graph of `calls` launches cycling through the weight sets; the median of replays.
+Measurement TimeCalls(GemmRunner& runner, const std::vector<std::unique_ptr<PreparedLayer>>& sets,
+                      const DeviceBatch& batch, const RunRequest& request, cudaStream_t stream) {
+  DeviceBatch on_stream = batch;
+  on_stream.stream = stream;
+  Route route;
+  for (const auto& set : sets) route = OrDie(runner.RunOnDevice(*set, on_stream, request), "warm-up");
+  BENCH_CHECK(cudaStreamSynchronize(stream));
+  const int calls = int(std::max<size_t>(64, sets.size() * 4));
+  cudaGraph_t graph;
+  BENCH_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; ++i) {
+    absl::StatusOr<Route> captured = runner.RunOnDevice(*sets[i % sets.size()], on_stream, request);
+    if (!captured.ok()) {
+      fmt::print(stderr, "capture: {}\n", captured.status().ToString());
+      std::exit(1);
+    }
+  }
+  BENCH_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  BENCH_CHECK(cudaGraphLaunch(exec, stream));
+  cudaEvent_t start, stop;
+  BENCH_CHECK(cudaEventCreate(&start));
+  BENCH_CHECK(cudaEventCreate(&stop));
+  std::vector<double> per_call;
+  for (int replay = 0; replay < 7; ++replay) {
+    BENCH_CHECK(cudaEventRecord(start, stream));
+    BENCH_CHECK(cudaGraphLaunch(exec, stream));
+    BENCH_CHECK(cudaEventRecord(stop, stream));
+    BENCH_CHECK(cudaEventSynchronize(stop));
+    float milliseconds = 0;
+    BENCH_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
+    per_call.push_back(milliseconds * 1e3 / calls);
+  }
+  BENCH_CHECK(runner.CheckDevice().ok() ? cudaSuccess : cudaErrorUnknown);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return Measurement{Median(per_call), route};
+}
+
+int Main(int argc, char** argv) {
+  size_t sets_bytes = size_t(256) << 20;  // > 4 x L2
+  bool tune = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--sets-bytes=", 13) == 0) {
+      sets_bytes = std::strtoull(argv[i] + 13, nullptr, 10);
+    } else if (std::strcmp(argv[i], "--tune") == 0) {
+      tune = true;
+    } else {
+      fmt::print(stderr, "usage: kernel_benchmark [--sets-bytes=BYTES] [--tune]\n");
+      return 2;
+    }
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a timeout
+  std::unique_ptr<GemmRunner> runner = OrDie(GemmRunner::Create(), "GemmRunner::Create");
+  const double copy_rate = MeasureCopyBytesPerSecond();
+  const double ffma_rate = OrDie(MeasureFfmaPerSecond(), "FFMA rate");
+  fmt::print("device {}: copy {:.0f} GB/s (read + write), FFMA {:.1f} T/s\n", runner->DeviceName(),
+             copy_rate * 1e-9, ffma_rate * 1e-12);
+
+  std::mt19937_64 rng(TestSeed("kernel_benchmark"));
+  cudaStream_t stream;
+  BENCH_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::string table =
+      "| shape | variant | tactic | route | us/call | bytes floor us | FFMA floor us | us / max floor |\n"
+      "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+  for (const Shape& shape : kShapes) {
+    const std::vector<int> rows(kGroups, 1);
+    const RandomLayer base = MakeRandomLayer(rng, shape.n, shape.k, rows, ScaleBytes::kAdmitted);
+    const size_t set_bytes = base.codes.size() + base.scales.size() * 2;
+    const size_t set_count = std::max<size_t>(4, (sets_bytes + set_bytes - 1) / set_bytes);
+    std::vector<std::unique_ptr<PreparedLayer>> sets;
+    for (size_t s = 0; s < set_count; ++s) {
+      const RandomLayer layer = MakeRandomLayer(rng, shape.n, shape.k, rows, ScaleBytes::kAdmitted);
+      sets.push_back(OrDie(runner->Prepare(kGroups, shape.n, shape.k, layer.codes, layer.scales), "Prepare"));
+    }
+    int32_t* device_offsets = nullptr;
+    uint16_t* device_activations = nullptr;
+    uint16_t* device_output = nullptr;
+    BENCH_CHECK(cudaMalloc(&device_offsets, base.row_offsets.size() * sizeof(int32_t)));
+    BENCH_CHECK(cudaMalloc(&device_activations, base.activations.size() * sizeof(uint16_t)));
+    BENCH_CHECK(cudaMalloc(&device_output, size_t(base.rows()) * shape.n * sizeof(uint16_t)));
+    BENCH_CHECK(cudaMemcpy(device_offsets, base.row_offsets.data(), base.row_offsets.size() * sizeof(int32_t),
+                           cudaMemcpyHostToDevice));
+    BENCH_CHECK(cudaMemcpy(device_activations, base.activations.data(),
+                           base.activations.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    const DeviceBatch batch{.row_offsets = base.row_offsets,
+                            .device_row_offsets = device_offsets,
+                            .activations = device_activations,
+                            .output = device_output};
+    const Tactic table_tactic = runner->DefaultTactic(shape.n, shape.k, base.row_offsets);
+    std::vector<Tactic> tactics = {table_tactic};
+    if (tune) {
+      const Tactic tuned = OrDie(runner->Tune(*sets[0], base.row_offsets), "Tune");
+      fmt::print("{}: table {}, tuned {}\n", shape.name, TacticName(table_tactic), TacticName(tuned));
+      if (!(tuned == table_tactic)) tactics.push_back(tuned);
+    }
+    const double bytes = double(set_bytes) + base.activations.size() * 2.0 + double(base.rows()) * shape.n * 2.0;
+    const double fmas = double(kGroups) * 8 * shape.n * double(shape.k);  // m8n8k4: 8 rows per group
+    const double bytes_floor = bytes / copy_rate * 1e6;
+    const double ffma_floor = fmas / ffma_rate * 1e6;
+    for (const Tactic& tactic : tactics) {
+      for (TransformRequest variant : {TransformRequest::kOrdinary, TransformRequest::kFolded}) {
+        const RunRequest request{.transform = variant, .policy = FallbackPolicy::kFailClosed, .tactic = tactic};
+        const Measurement m = TimeCalls(*runner, sets, batch, request, stream);
+        table += fmt::format("| {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", shape.name,
+                             TransformName(m.route.variant), TacticName(tactic), RouteReasonName(m.route.reason),
+                             m.microseconds, bytes_floor, ffma_floor,
+                             m.microseconds / std::max(bytes_floor, ffma_floor));
+      }
+    }
+    fmt::print("{}: {} weight sets of {:.1f} MB\n", shape.name, set_count, set_bytes * 1e-6);
+    cudaFree(device_offsets);
+    cudaFree(device_activations);
+    cudaFree(device_output);
+  }
+  fmt::print("\n{}", table);
+  return 0;
+}
+
+}  // namespace
+}  // namespace mxdiff::testing
+
+int main(int argc, char** argv) { return mxdiff::testing::Main(argc, argv); }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# On the GPU machine, in one go: the kernel GPU tests, compute-sanitizer (memcheck, racecheck,
+# initcheck, synccheck) over the kernel tests, `mxdiff calibrate`, and the benchmark. Logs go to
+# $OUT (or ./gpu-suite-out); a summary is printed last. Exit status: 0 when every step passed.
+#
+#   tools/gpu/run_gpu_suite.sh [BUILD_DIR]     (default build-kern)
+#
+# BUILD_DIR holds tests/kernels/{kernels_gpu_test,kernel_benchmark}, tools/mxdiff/mxdiff and,
+# where the machine lacks the build's libraries, runtime-libs/ (tools/gpu/collect_runtime_libs.sh).
+# MXDIFF_SEED fixes the tests' seeds (default: one fresh seed for the whole run, printed).
+set -uo pipefail
+build=${1:-build-kern}
+out=${OUT:-gpu-suite-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$build/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export MXDIFF_SEED=${MXDIFF_SEED:-$(( (RANDOM << 30) ^ (RANDOM << 15) ^ RANDOM ))}
+tests=$build/tests/kernels/kernels_gpu_test
+benchmark=$build/tests/kernels/kernel_benchmark
+mxdiff=$build/tools/mxdiff/mxdiff
+summary=$out/summary.txt
+: >"$summary"
+failed=0
+
+note() { echo "$*" | tee -a "$summary"; }
+# step NAME LOG TIMEOUT_S COMMAND...: runs, appends to LOG, records the exit status.
+step() {
+  local name=$1 log=$2 limit=$3
+  shift 3
+  local start=$SECONDS
+  echo "=== $name: $*" >>"$log"
+  timeout "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  ((rc == 0)) || failed=1
+  note "$(printf '%-22s rc %-3s %4ss' "$name" "$rc" $((SECONDS - start)))"
+  return $rc
+}
+
+note "mxdiff GPU suite: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)," \
+  "MXDIFF_SEED=$MXDIFF_SEED"
+for binary in "$tests" "$benchmark" "$mxdiff"; do
+  [ -x "$binary" ] || { note "missing $binary"; exit 2; }
+done
+
+step "gpu tests" "$out/gpu_tests.log" 120 "$tests"
+step "calibrate" "$out/calibrate.log" 45 "$mxdiff" calibrate --expect=sm90-emulated --warps=1024 --steps=8
+step "calibrate --write" "$out/calibrate.log" 20 "$mxdiff" calibrate --warps=32 --steps=4 \
+  --write="$out/calibrate_vectors.csv"
+step "benchmark" "$out/benchmark.log" 120 "$benchmark" --tune
+for tool in memcheck racecheck initcheck synccheck; do
+  step "sanitizer $tool" "$out/sanitizer.log" 120 compute-sanitizer --tool "$tool" --error-exitcode 99 "$tests"
+done
+# Where the instructions go: an opcode histogram of the decode kernel (8x128x64, both variants).
+if command -v cuobjdump >/dev/null; then
+  cuobjdump -sass -arch sm_90 "$benchmark" >"$out/sass.txt" 2>&1
+  python3 - "$out/sass.txt" >"$out/sass_histogram.txt" <<'PY' && note "sass histogram         rc 0"
+import collections, re, sys
+kernels, name = {}, None
+for line in open(sys.argv[1]):
+    m = re.search(r'Function : (\S+)', line)
+    if m:
+        name = m.group(1); kernels[name] = collections.Counter(); continue
+    m = re.match(r'\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)', line)
+    if m and name:
+        kernels[name][m.group(1).split('.')[0]] += 1
+for name, counts in kernels.items():
+    if 'GroupedGemm' not in name or 'ILi8ELi128ELi64E' not in name:
+        continue
+    print(name, sum(counts.values()), 'instructions:',
+          ', '.join(f'{op} {n}' for op, n in counts.most_common(18)))
+PY
+  rm -f "$out/sass.txt"
+fi
+# MXDIFF_PROFILE=1: Nsight Compute on one W13 decode launch (clocks left as they are).
+if [ "${MXDIFF_PROFILE:-0}" = 1 ] && command -v ncu >/dev/null; then
+  step "ncu" "$out/ncu.log" 180 ncu --clock-control none -k regex:GroupedGemmKernel -s 235 -c 1 \
+    --section SpeedOfLight --section Occupancy --section WarpStateStats --section InstructionStats \
+    --section LaunchStats "$benchmark"
+fi
+
+{
+  echo
+  echo "--- tests"
+  grep -E '^\[(==========|  PASSED  |  FAILED  |  SKIPPED )\]' "$out/gpu_tests.log" | tail -25
+  grep -E -m 20 'Failure|differ|error' "$out/gpu_tests.log"
+  echo "--- sanitizers"
+  grep -E '=== |ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer.log"
+  echo "--- calibrate"
+  grep -E '^(layout|device code|model|v100|sm90|exact|matching|no model|expected|wrote)' "$out/calibrate.log"
+  [ -f "$out/sass_histogram.txt" ] && { echo "--- sass"; cut -c1-600 "$out/sass_histogram.txt"; }
+  echo "--- benchmark"
+  grep -E '^(device|W|\|)' "$out/benchmark.log"
+} | tee -a "$summary"
+exit $failed
