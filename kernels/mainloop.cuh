@@ -86,22 +86,20 @@ struct Mainloop {
 #pragma unroll
     for (int v = 0; v < Shape::kCodeVectors; ++v) {
       if (v * kBlockK >= tile_k) break;
-      uint8_t packed[16];
-      memcpy(packed, &tile.codes[v], sizeof packed);
+      const uint32_t words[4] = {tile.codes[v].x, tile.codes[v].y, tile.codes[v].z, tile.codes[v].w};
 #pragma unroll
-      for (int step = 0; step < kBlockK / 4; ++step) {
-        uint16_t weight[4];
+      for (int word = 0; word < 4; ++word) {
+        uint32_t pairs[4];  // k = 8 word + 2 j (low half) and + 1 (high half)
+        dequantize_word(kTransform, words[word], tile.scales[v], pairs);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          weight[i] = dequantize(kTransform, unpack_code(packed, step * 4 + i), tile.scales[v]);
-        }
-        const uint32_t b01 = uint32_t(weight[0]) | (uint32_t(weight[1]) << 16);
-        const uint32_t b23 = uint32_t(weight[2]) | (uint32_t(weight[3]) << 16);
-        const int kk = v * kBlockK + step * 4;
+        for (int half = 0; half < 2; ++half) {
+          const int kk = v * kBlockK + word * 8 + half * 4;
 #pragma unroll
-        for (int block = 0; block < Shape::kRowBlocks; ++block) {
-          const uint2 a = *reinterpret_cast<const uint2*>(&smem.activations[stage][block * 8 + fragment_row][kk]);
-          MmaM8N8K4(acc[block], a.x, a.y, b01, b23);
+          for (int block = 0; block < Shape::kRowBlocks; ++block) {
+            const uint2 a =
+                *reinterpret_cast<const uint2*>(&smem.activations[stage][block * 8 + fragment_row][kk]);
+            MmaM8N8K4(acc[block], a.x, a.y, pairs[2 * half], pairs[2 * half + 1]);
+          }
         }
       }
     }

@@ -31,17 +31,35 @@ struct SplitKEpilogue {
   static constexpr int kThreads = 128;
   static constexpr int kTileFloats = kCtaM * kCtaN;
 
-  // `partials`: this tile's `splits` slots of kTileFloats. Each thread keeps its accumulators
-  // at fixed slot positions, so the loads of the reducing CTA are coalesced. Returns true in
-  // the one CTA that holds the reduced tile in `acc` and must store it.
-  __device__ __forceinline__ static bool Reduce(float (&acc)[kRowBlocks][8], float* partials, int* semaphore,
-                                                int split, int splits) {
-    __shared__ int is_last;
-    float* mine = partials + size_t(split) * kTileFloats;
+  // Splits whose loads the reducing loop keeps in flight: 32 registers of partials at most.
+  static constexpr int kSplitsInFlight = kRowBlocks >= 4 ? 1 : 4 / kRowBlocks;
+
+  __device__ __forceinline__ static void LoadSlot(const float* partials, int s, float (&out)[kRowBlocks][8]) {
+    const float4* slot =
+        reinterpret_cast<const float4*>(partials + size_t(s) * kTileFloats) + threadIdx.x * 2 * kRowBlocks;
 #pragma unroll
     for (int block = 0; block < kRowBlocks; ++block) {
+      const float4 low = __ldcg(slot + 2 * block);
+      const float4 high = __ldcg(slot + 2 * block + 1);
+      out[block][0] = low.x, out[block][1] = low.y, out[block][2] = low.z, out[block][3] = low.w;
+      out[block][4] = high.x, out[block][5] = high.y, out[block][6] = high.z, out[block][7] = high.w;
+    }
+  }
+
+  // `partials`: this tile's `splits` slots of kTileFloats. In a slot each thread's accumulators
+  // are contiguous (float4 stores and loads, coalesced across threads). The reducing CTA walks
+  // the splits in order with every accumulator of the split loaded at once, so a split costs one
+  // round trip to L2 for all of them rather than one per accumulator.
+  __device__ __forceinline__ static bool Reduce(float (&acc)[kRowBlocks][8], float* partials, int* semaphore,
+                                                int split, int splits) {
+    static_assert(kTileFloats == kThreads * kRowBlocks * 8);
+    __shared__ int is_last;
+    float4* mine =
+        reinterpret_cast<float4*>(partials + size_t(split) * kTileFloats) + threadIdx.x * 2 * kRowBlocks;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) __stcg(mine + (block * 8 + i) * kThreads + threadIdx.x, acc[block][i]);
+    for (int block = 0; block < kRowBlocks; ++block) {
+      __stcg(mine + 2 * block, make_float4(acc[block][0], acc[block][1], acc[block][2], acc[block][3]));
+      __stcg(mine + 2 * block + 1, make_float4(acc[block][4], acc[block][5], acc[block][6], acc[block][7]));
     }
     __threadfence();
     __syncthreads();
@@ -52,18 +70,25 @@ struct SplitKEpilogue {
     __syncthreads();
     if (!is_last) return false;
     __threadfence();
+    // sum = p0, then sum = sum + p1, ..., in split order for every accumulator (FACTS.md §6). This
+    // CTA's own slot is read back too (the same bits as acc), which keeps the loop branch-free so
+    // the loads of the next splits are in flight during the adds.
+    float sum[kRowBlocks][8];
+    LoadSlot(partials, 0, sum);
+#pragma unroll(kSplitsInFlight)
+    for (int s = 1; s < splits; ++s) {
+      float partial[kRowBlocks][8];
+      LoadSlot(partials, s, partial);
+#pragma unroll
+      for (int block = 0; block < kRowBlocks; ++block) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum[block][i] = __fadd_rn(sum[block][i], partial[block][i]);
+      }
+    }
 #pragma unroll
     for (int block = 0; block < kRowBlocks; ++block) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const int slot = (block * 8 + i) * kThreads + threadIdx.x;
-        float sum = split == 0 ? acc[block][i] : __ldcg(partials + slot);
-        for (int s = 1; s < splits; ++s) {
-          const float partial = s == split ? acc[block][i] : __ldcg(partials + size_t(s) * kTileFloats + slot);
-          sum = __fadd_rn(sum, partial);
-        }
-        acc[block][i] = sum;
-      }
+      for (int i = 0; i < 8; ++i) acc[block][i] = sum[block][i];
     }
     return true;
   }

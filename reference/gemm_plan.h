@@ -14,12 +14,19 @@
 
 namespace mxdiff::internal {
 
+// Every (scale byte, code) weight of one transform; built once per process and transform,
+// since fuzzers call the oracle on many tiny problems.
+struct DequantTable {
+  std::array<uint16_t, 256 * 16> f16;  // [raw * 16 + code]: dequantize(transform, code, scale)
+  alignas(64) std::array<float, 256 * 16> f32;  // the same values widened (exactly)
+};
+const DequantTable& DequantTableFor(Transform transform);
+
 struct GemmPlan {
   const GroupedProblem* problem = nullptr;
   StepModel model = StepModel::kSm90Emulated;
-  std::vector<KRange> splits;                 // reduction order
-  std::array<uint16_t, 256 * 16> weight_f16;  // [raw * 16 + code]: dequantize(transform, code, scale)
-  alignas(64) std::array<float, 256 * 16> weight_f32;  // the same values widened (exactly)
+  std::vector<KRange> splits;  // reduction order
+  const DequantTable* weights = nullptr;
   std::vector<float> activation_f32;                   // M x K
   // max(fp32 exponent field, 113) of each activation: the exponent the V100 alignment counts
   // (a subnormal fp16 factor counts at 2^-14).
@@ -43,7 +50,7 @@ struct FastInputs {
   int split_count;
   const uint8_t* packed_codes;  // all groups
   const uint8_t* scale_bytes;   // all groups
-  const float* weight_f32;      // GemmPlan::weight_f32
+  const float* weight_f32;      // DequantTable::f32
   const float* activation_f32;
   const int32_t* activation_v100_exponent;
   const uint16_t* activation_bits;

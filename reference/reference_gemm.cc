@@ -17,6 +17,25 @@
 namespace mxdiff {
 namespace internal {
 
+static DequantTable BuildDequantTable(Transform transform) {
+  DequantTable table;
+  for (int raw = 0; raw < 256; ++raw) {
+    const uint16_t scale = prepared_scale(transform, uint8_t(raw));
+    for (int code = 0; code < 16; ++code) {
+      const uint16_t weight = dequantize(transform, uint8_t(code), scale);
+      table.f16[raw * 16 + code] = weight;
+      table.f32[raw * 16 + code] = f16_to_f32(weight);
+    }
+  }
+  return table;
+}
+
+const DequantTable& DequantTableFor(Transform transform) {
+  static const DequantTable ordinary = BuildDequantTable(Transform::kOrdinary);
+  static const DequantTable folded = BuildDequantTable(Transform::kFolded);
+  return transform == Transform::kOrdinary ? ordinary : folded;
+}
+
 GemmPlan BuildGemmPlan(const GroupedProblem& problem, Transform transform, StepModel model,
                        const Tactic& tactic) {
   GemmPlan plan;
@@ -25,14 +44,7 @@ GemmPlan BuildGemmPlan(const GroupedProblem& problem, Transform transform, StepM
   const int splits = effective_splits(problem.k, tactic.cta_k, tactic.splits);
   for (int s = 0; s < splits; ++s)
     plan.splits.push_back(split_k_range(problem.k, tactic.cta_k, tactic.splits, s));
-  for (int raw = 0; raw < 256; ++raw) {
-    const uint16_t scale = prepared_scale(transform, uint8_t(raw));
-    for (int code = 0; code < 16; ++code) {
-      const uint16_t weight = dequantize(transform, uint8_t(code), scale);
-      plan.weight_f16[raw * 16 + code] = weight;
-      plan.weight_f32[raw * 16 + code] = f16_to_f32(weight);
-    }
-  }
+  plan.weights = &DequantTableFor(transform);
   const size_t count = problem.activations.size();
   plan.activation_f32.resize(count);
   plan.activation_v100_exponent.resize(count);
@@ -54,7 +66,7 @@ FastInputs MakeFastInputs(const GemmPlan& plan) {
                     int(plan.splits.size()),
                     problem.packed_codes.data(),
                     problem.scale_bytes.data(),
-                    plan.weight_f32.data(),
+                    plan.weights->f32.data(),
                     plan.activation_f32.data(),
                     plan.activation_v100_exponent.data(),
                     problem.activations.data()};
@@ -102,7 +114,7 @@ void DequantizeColumn(const GemmPlan& plan, int group, int n, std::vector<uint16
   const uint8_t* scales =
       problem.scale_bytes.data() + size_t(group) * problem.scales_per_group() + size_t(n) * (k / kBlockK);
   for (int kk = 0; kk < k; ++kk)
-    weights[kk] = plan.weight_f16[scales[kk / kBlockK] * 16 + unpack_code(codes, kk)];
+    weights[kk] = plan.weights->f16[scales[kk / kBlockK] * 16 + unpack_code(codes, kk)];
 }
 
 // One output element by the definition; `trace` (optional) receives every accumulator state.

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "reference/fp16.h"
 #include "reference/host_device.h"
@@ -44,6 +45,43 @@ MXDIFF_HD uint16_t dequantize(Transform transform, uint8_t code, uint16_t scale_
   const uint16_t placed = place_e2m1(code);
   if (transform == Transform::kOrdinary) return f16_mul(f16_mul(placed, kF16TwoPow14), scale_bits);
   return f16_mul(placed, scale_bits);
+}
+
+// The kernels' vectorized form of `dequantize`: the eight codes of one little-endian 32-bit word
+// of a packed row (k = 0..7 of the word) as four fp16 pairs, pairs[j] holding k = 2j in its low
+// half and k = 2j + 1 in its high half, element for element the bits of `dequantize` for any
+// scale bits (tests/reference/transform_test.cc checks every code byte and scale byte on the
+// CPU, tests/kernels/dequantize_word_test.cc on the device). Each code byte is placed with two
+// multiplies that copy its nibbles to bit positions that cannot collide; the device then
+// multiplies two halves per instruction, and any NaN is made canonical as f16_mul does (max of
+// a NaN with itself is the canonical NaN).
+MXDIFF_HD void dequantize_word(Transform transform, uint32_t codes, uint16_t scale_bits,
+                               uint32_t (&pairs)[4]) {
+  for (int j = 0; j < 4; ++j) {  // constant trip count: nvcc unrolls it
+#if defined(__CUDA_ARCH__)
+    const uint32_t byte = __byte_perm(codes, 0, 0x4440u | unsigned(j));  // byte j, zero above
+#else
+    const uint32_t byte = (codes >> (8 * j)) & 0xFFu;
+#endif
+    const uint32_t placed = ((byte * 0x01001000u) & 0x80008000u) | ((byte * 0x00200200u) & 0x0E000E00u);
+#if defined(__CUDA_ARCH__)
+    __half2 value;
+    memcpy(&value, &placed, sizeof value);
+    if (transform == Transform::kOrdinary) {
+      value = __hmul2(value, __half2half2(__ushort_as_half(kF16TwoPow14)));
+    }
+    value = __hmul2(value, __half2half2(__ushort_as_half(scale_bits)));
+    value = __hmax2(value, value);  // one instruction: x for any non-NaN x, the canonical 0x7FFF for NaN
+    memcpy(&pairs[j], &value, sizeof value);
+#else
+    uint16_t halves[2] = {uint16_t(placed), uint16_t(placed >> 16)};
+    for (uint16_t& half : halves) {
+      if (transform == Transform::kOrdinary) half = f16_mul(half, kF16TwoPow14);
+      half = f16_mul(half, scale_bits);
+    }
+    pairs[j] = uint32_t(halves[0]) | (uint32_t(halves[1]) << 16);
+#endif
+  }
 }
 
 // Packed layout: two codes per byte, the low nibble holds the even k element.

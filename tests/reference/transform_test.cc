@@ -3,6 +3,7 @@
 #include "reference/transform.h"
 
 #include <cmath>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "reference/admission.h"
@@ -113,6 +114,33 @@ TEST(TransformTest, FoldedDiffersInEveryOutOfRangeClass) {
   EXPECT_EQ(Ordinary(0x7, 142), 0x7C00);  // 6 x 2^15 overflows fp16
   EXPECT_EQ(Ordinary(0x7, 255), 0x7C00);  // NaN scale saturates: the NaN is dropped
   EXPECT_EQ(Ordinary(0x3, 255), 0x7A00);  // 1.5 x 2^15 = 49152
+}
+
+// The kernels' word-at-a-time form: every code byte at every byte position of the word, under
+// every prepared scale byte of both transforms and under raw scale bits no layer prepares
+// (NaN, Inf, subnormal, negative), element for element equal to dequantize.
+TEST(TransformTest, DequantizeWordEqualsDequantizeForEveryCodeByteAndScale) {
+  const std::vector<uint16_t> raw_scale_bits = {0x7C00, 0xFC00, 0x7C01, 0x7E00, 0xFFFF,
+                                                0x0001, 0x8000, 0x3C00, 0x7BFF};
+  for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
+    std::vector<uint16_t> scales = raw_scale_bits;
+    for (int raw = 0; raw < 256; ++raw) scales.push_back(prepared_scale(transform, uint8_t(raw)));
+    for (uint16_t scale : scales) {
+      for (uint32_t byte = 0; byte < 256; ++byte) {
+        // byte at position 0, and three other code bytes at positions 1..3 (each byte visits every position)
+        const uint32_t word = byte | (((byte + 85) & 0xFF) << 8) | (((byte + 170) & 0xFF) << 16) |
+                              (((byte + 255) & 0xFF) << 24);
+        uint32_t pairs[4];
+        dequantize_word(transform, word, scale, pairs);
+        for (int k = 0; k < 8; ++k) {
+          const uint8_t code = uint8_t((word >> (4 * k)) & 0xF);
+          const uint16_t got = uint16_t(pairs[k / 2] >> (16 * (k % 2)));
+          ASSERT_EQ(got, dequantize(transform, code, scale))
+              << "transform " << int(transform) << " scale " << scale << " word " << word << " k " << k;
+        }
+      }
+    }
+  }
 }
 
 // The fast reference path looks up codes 0..7 and negates for 8..15 (gemm_fast_avx2.cc).

@@ -1,0 +1,66 @@
+// An example external kernel for fuzz/modules/mxdiff_kernel_abi.h, built as a shared library
+// (libmxdiff_example_kernel.so). It is the CPU reference behind the C ABI: it proves the ABI
+// end to end (loading, layouts, poisoned output, the unsupported path) and is the template
+// for wrapping a user's own GPU kernel. Set MXDIFF_EXAMPLE_KERNEL_FLIP=1 to make it flip the
+// lowest bit of one output element, which shows what a finding looks like.
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fuzz/modules/mxdiff_kernel_abi.h"
+#include "reference/reference_gemm.h"
+
+namespace {
+
+int Fail(int code, char* message, size_t message_size, const std::string& text) {
+  if (message_size > 0) {
+    const size_t length = std::min(text.size(), message_size - 1);
+    std::memcpy(message, text.data(), length);
+    message[length] = '\0';
+  }
+  return code;
+}
+
+int RunExample(const mxdiff_problem* p, uint16_t* output, char* message, size_t message_size) {
+  if (p->groups <= 0 || p->n <= 0 || p->k <= 0 || p->row_offsets == nullptr) {
+    return Fail(MXDIFF_KERNEL_FAILED, message, message_size, "bad problem descriptor");
+  }
+  if (p->transform < 0 || p->transform > 1 || p->step_model < 0 || p->step_model >= mxdiff::kStepModelCount) {
+    return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size,
+                fmt::format("transform {} / step model {} unknown", p->transform, p->step_model));
+  }
+  const size_t rows = size_t(p->row_offsets[p->groups]);
+  const size_t groups = size_t(p->groups), n = size_t(p->n), k = size_t(p->k);
+  mxdiff::GroupedProblem problem;
+  problem.groups = p->groups;
+  problem.n = p->n;
+  problem.k = p->k;
+  problem.row_offsets = std::span<const int32_t>(p->row_offsets, groups + 1);
+  problem.activations = std::span<const uint16_t>(p->activations, rows * k);
+  problem.packed_codes = std::span<const uint8_t>(p->packed_codes, groups * n * k / 2);
+  problem.scale_bytes = std::span<const uint8_t>(p->scale_bytes, groups * n * k / mxdiff::kBlockK);
+  mxdiff::ReferenceOptions options;
+  options.transform = mxdiff::Transform(p->transform);
+  options.model = mxdiff::StepModel(p->step_model);
+  options.tactic.cta_k = p->cta_k;
+  options.tactic.splits = p->splits;
+  options.threads = 1;
+  std::vector<uint16_t> result;
+  if (absl::Status status = mxdiff::ReferenceGemm(problem, options, result); !status.ok()) {
+    return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size, std::string(status.message()));
+  }
+  if (!result.empty()) std::memcpy(output, result.data(), result.size() * sizeof(uint16_t));
+  const char* flip = std::getenv("MXDIFF_EXAMPLE_KERNEL_FLIP");
+  if (flip != nullptr && std::strcmp(flip, "1") == 0 && !result.empty()) output[result.size() / 2] ^= 1;
+  return MXDIFF_KERNEL_OK;
+}
+
+constexpr mxdiff_kernel kExampleKernel = {MXDIFF_KERNEL_ABI_VERSION, "example-reference", RunExample};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const mxdiff_kernel* mxdiff_kernel_entry(void) {
+  return &kExampleKernel;
+}

@@ -1,0 +1,82 @@
+#include "fuzz/modules/external_module.h"
+
+#include <dlfcn.h>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "fuzz/modules/mxdiff_kernel_abi.h"
+#include "reference/admission.h"
+
+namespace mxdiff::fuzz {
+namespace {
+
+class ExternalModule final : public GemmModule {
+ public:
+  ExternalModule(void* handle, const mxdiff_kernel* kernel) : handle_(handle), kernel_(kernel) {}
+  ~ExternalModule() override { dlclose(handle_); }
+
+  std::string name() const override { return fmt::format("ext-{}", kernel_->name); }
+  std::optional<StepModel> model() const override { return std::nullopt; }
+  Tactic MapTactic(const FuzzCase& c) const override { return c.tactic; }
+
+  // The harness routes for the external kernel by the rules of kernels/route.h, as if both
+  // variants of the case's tactic were instantiated; the kernel computes what the route says.
+  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic) const override {
+    KernelRegistry registry;
+    registry.Add(tactic, Transform::kOrdinary);
+    registry.Add(tactic, Transform::kFolded);
+    const LayerAdmission admission = AdmitLayer(c.scale_bytes);
+    return DecideRoute(registry, tactic, c.request, c.policy, admission.admitted, admission.Describe());
+  }
+
+  absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
+    absl::StatusOr<Route> route = ExpectedRoute(c, tactic);
+    if (!route.ok()) return route.status();
+    const mxdiff_problem problem{c.groups,
+                                 c.n,
+                                 c.k,
+                                 c.row_offsets.data(),
+                                 c.activations.data(),
+                                 c.packed_codes.data(),
+                                 c.scale_bytes.data(),
+                                 int32_t(route->variant),
+                                 tactic.cta_k,
+                                 tactic.splits,
+                                 int32_t(c.model)};
+    char message[256] = {0};
+    const int code = kernel_->run(&problem, output.data(), message, sizeof message);
+    message[sizeof message - 1] = '\0';
+    if (code == MXDIFF_KERNEL_OK) return route;
+    if (code == MXDIFF_KERNEL_UNSUPPORTED) return absl::UnimplementedError(message);
+    return absl::InternalError(fmt::format("{} returned {}: {}", name(), code, message));
+  }
+
+ private:
+  void* handle_;
+  const mxdiff_kernel* kernel_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GemmModule>> LoadExternalModule(const std::string& library_path) {
+  void* handle = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    return absl::NotFoundError(fmt::format("cannot load external kernel {}: {}", library_path, dlerror()));
+  }
+  auto entry = reinterpret_cast<mxdiff_kernel_entry_fn>(dlsym(handle, MXDIFF_KERNEL_ENTRY_SYMBOL));
+  const mxdiff_kernel* kernel = entry != nullptr ? entry() : nullptr;
+  std::string problem;
+  if (entry == nullptr) problem = fmt::format("no symbol {}", MXDIFF_KERNEL_ENTRY_SYMBOL);
+  else if (kernel == nullptr) problem = fmt::format("{}() returned null", MXDIFF_KERNEL_ENTRY_SYMBOL);
+  else if (kernel->abi_version != MXDIFF_KERNEL_ABI_VERSION)
+    problem = fmt::format("ABI version {}, this build speaks {}", kernel->abi_version, MXDIFF_KERNEL_ABI_VERSION);
+  else if (kernel->run == nullptr || kernel->name == nullptr || *kernel->name == '\0')
+    problem = "descriptor without a name or run function";
+  if (!problem.empty()) {
+    dlclose(handle);
+    return absl::FailedPreconditionError(fmt::format("external kernel {}: {}", library_path, problem));
+  }
+  return std::unique_ptr<GemmModule>(new ExternalModule(handle, kernel));
+}
+
+}  // namespace mxdiff::fuzz

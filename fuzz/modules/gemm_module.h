@@ -1,0 +1,47 @@
+// The interface every kernel under test implements for fuzz_gemm (CryptoFuzz's module idea):
+// the builtin ordinary and folded kernels are two modules, an external shared library a third.
+// A module only runs the case; the differential harness (fuzz/gemm_differential.h) owns the
+// poisoning, the reference, the comparisons and the signatures.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "fuzz/case_format.h"
+#include "kernels/route.h"
+#include "reference/step_model.h"
+
+namespace mxdiff::fuzz {
+
+class GemmModule {
+ public:
+  virtual ~GemmModule() = default;
+
+  // Short and file-name safe: it appears in signatures ("ordinary", "folded", "ext-NAME").
+  virtual std::string name() const = 0;
+
+  // The arithmetic the module's results follow: the device's calibrated model for GPU
+  // modules; nullopt when the module follows the case's model field.
+  virtual std::optional<StepModel> model() const = 0;
+
+  // The ordinary tactic the module runs for the case: the case's own where the module has
+  // it, else a deterministic choice among the module's instantiations.
+  virtual Tactic MapTactic(const FuzzCase& fuzz_case) const = 0;
+
+  // What the dispatch rules demand of this module for the case: the route, or the error a
+  // fail-closed or impossible request must give.
+  virtual absl::StatusOr<Route> ExpectedRoute(const FuzzCase& fuzz_case, const Tactic& tactic) const = 0;
+
+  // Runs the case; `output` (rows x n fp16 bits) arrives poisoned. Returns the route that
+  // ran. Unimplemented means "not supported" (never a finding); any other error is compared
+  // with ExpectedRoute's.
+  virtual absl::StatusOr<Route> Run(const FuzzCase& fuzz_case, const Tactic& tactic, std::span<uint16_t> output) = 0;
+
+  // After each case: device health (a sticky CUDA error becomes a finding here).
+  virtual absl::Status CheckHealth() { return absl::OkStatus(); }
+};
+
+}  // namespace mxdiff::fuzz

@@ -1,0 +1,31 @@
+// The builtin kernels as two fuzz_gemm modules, ordinary and folded, sharing one GemmRunner
+// and one prepared layer per case. Built only with CUDA (MXDIFF_HAVE_CUDA).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fuzz/modules/gemm_module.h"
+#include "kernels/gemm_runner.h"
+
+namespace mxdiff::fuzz {
+
+// `device_model` is the calibration guard's verdict (fuzz/calibration_guard.h). The modules are
+// named "ordinary" and "folded", with `name_suffix` appended (e.g. "folded-partial").
+std::vector<std::unique_ptr<GemmModule>> MakeKernelModules(std::shared_ptr<GemmRunner> runner,
+                                                           StepModel device_model,
+                                                           const std::string& name_suffix = "");
+
+// The runner's registry with the folded instantiation of every second CTA shape left out: a
+// runner built on it (GemmRunner::CreateWithRegistry) must fall back to the ordinary kernel
+// there (or fail closed), never launch nothing, the seed project's no-launch bug.
+KernelRegistry PartialFoldedRegistry(const KernelRegistry& full);
+
+// What fuzz_gemm, repro and the GPU corpus replay run: "ordinary" and "folded" on `runner`,
+// and "folded-partial" on a second runner over PartialFoldedRegistry (on the same device).
+absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(std::shared_ptr<GemmRunner> runner,
+                                                                            StepModel device_model, int device = 0);
+
+}  // namespace mxdiff::fuzz
