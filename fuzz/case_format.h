@@ -26,7 +26,8 @@ inline constexpr int kMaxRowsPerGroup = 16;
 inline constexpr int kMaxN = 256;
 inline constexpr int kMaxK = 512;
 inline constexpr int kMaxTileSize = 256;  // cta_m, cta_n, cta_k
-inline constexpr int kMaxSplits = 256;
+inline constexpr int kMaxSplits = mxdiff::kMaxSplits;
+// Past the builtin kernels' kMaxSwizzleLog2 on purpose: they must reject those cleanly.
 inline constexpr int kMaxSwizzle = 7;
 inline constexpr int kMaxRegistryEntries = 8;
 

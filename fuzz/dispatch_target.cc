@@ -17,7 +17,7 @@ struct Expected {
 
 Expected ExpectedRoute(const FuzzCase& c, const KernelRegistry& registry, bool admitted) {
   Expected expected;
-  if (!registry.Has(c.tactic, Transform::kOrdinary)) {
+  if (!ValidateTactic(c.tactic).ok() || !registry.Has(c.tactic, Transform::kOrdinary)) {
     expected.error = absl::StatusCode::kInvalidArgument;
     return expected;
   }

@@ -33,9 +33,8 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const Tactic& tactic, int groups, int n, i
     return absl::InvalidArgumentError(fmt::format("no kernel is instantiated for CTA {}x{}x{}", tactic.cta_m,
                                                   tactic.cta_n, tactic.cta_k));
   }
-  if (tactic.swizzle < 0 || tactic.swizzle > kMaxSwizzleLog2) {
-    return absl::InvalidArgumentError(
-        fmt::format("swizzle must be 0..{}, got {}", kMaxSwizzleLog2, tactic.swizzle));
+  if (tactic.swizzle > kMaxSwizzleLog2) {
+    return absl::InvalidArgumentError(fmt::format("swizzle must be 0..{}, got {}", kMaxSwizzleLog2, tactic.swizzle));
   }
   if (groups < 1) return absl::InvalidArgumentError(fmt::format("groups must be >= 1, got {}", groups));
   if (n < 1) return absl::InvalidArgumentError(fmt::format("N must be >= 1, got {}", n));

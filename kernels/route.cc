@@ -60,6 +60,7 @@ std::vector<Tactic> KernelRegistry::OrdinaryTactics() const {
 absl::StatusOr<Route> DecideRoute(const KernelRegistry& registry, const Tactic& ordinary_tactic,
                                   TransformRequest request, FallbackPolicy policy, bool layer_admitted,
                                   std::string_view refusal_detail) {
+  if (absl::Status status = ValidateTactic(ordinary_tactic); !status.ok()) return status;
   if (!registry.Has(ordinary_tactic, Transform::kOrdinary)) {
     return absl::InvalidArgumentError(
         fmt::format("no ordinary kernel is instantiated for tactic {}", TacticName(ordinary_tactic)));

@@ -57,8 +57,8 @@ struct Route {
 };
 
 // `layer_admitted` and `refusal_detail` come from the reference's admission verdict, computed
-// once when the layer's scales were prepared. Errors: InvalidArgument when no ordinary kernel
-// exists for `ordinary_tactic` (nothing could launch: that is never silent), and
+// once when the layer's scales were prepared. Errors: InvalidArgument when the tactic is invalid
+// (ValidateTactic) or no ordinary kernel exists for it (nothing could launch: never silent), and
 // FailedPrecondition when fail-closed forbids the fallback an explicit folded request needs.
 absl::StatusOr<Route> DecideRoute(const KernelRegistry& registry, const Tactic& ordinary_tactic,
                                   TransformRequest request, FallbackPolicy policy,

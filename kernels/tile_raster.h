@@ -9,7 +9,7 @@
 
 namespace mxdiff {
 
-inline constexpr int kMaxSwizzleLog2 = 4;
+inline constexpr int kMaxSwizzleLog2 = 4;  // PlanLaunch rejects a wider swizzle
 
 struct TileCoord {
   int m;  // global M tile (over all groups)

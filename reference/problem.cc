@@ -54,15 +54,17 @@ absl::Status ValidateTactic(const Tactic& tactic) {
   if (tactic.cta_m < 1 || tactic.cta_n < 1) {
     return absl::InvalidArgumentError(fmt::format("tactic {}: CTA M and N must be >= 1", TacticName(tactic)));
   }
-  if (tactic.cta_k < 4 || tactic.cta_k > 256 || tactic.cta_k % 4 != 0) {
+  if (tactic.cta_k < 4 || tactic.cta_k > kMaxCtaK || tactic.cta_k % 4 != 0) {
     return absl::InvalidArgumentError(
-        fmt::format("tactic {}: CTA K must be a multiple of 4 in [4, 256]", TacticName(tactic)));
+        fmt::format("tactic {}: CTA K must be a multiple of 4 in [4, {}]", TacticName(tactic), kMaxCtaK));
   }
-  if (tactic.splits < 1 || tactic.splits > 256) {
-    return absl::InvalidArgumentError(fmt::format("tactic {}: splits must be in [1, 256]", TacticName(tactic)));
+  if (tactic.splits < 1 || tactic.splits > kMaxSplits) {
+    return absl::InvalidArgumentError(
+        fmt::format("tactic {}: splits must be in [1, {}]", TacticName(tactic), kMaxSplits));
   }
-  if (tactic.swizzle < 0 || tactic.swizzle > 8) {
-    return absl::InvalidArgumentError(fmt::format("tactic {}: swizzle must be in [0, 8]", TacticName(tactic)));
+  if (tactic.swizzle < 0 || tactic.swizzle > kMaxSwizzleField) {
+    return absl::InvalidArgumentError(
+        fmt::format("tactic {}: swizzle must be in [0, {}]", TacticName(tactic), kMaxSwizzleField));
   }
   return absl::OkStatus();
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "reference/tactic_limits.h"
 #include "reference/transform.h"
 
 namespace mxdiff {
@@ -48,8 +49,9 @@ struct GroupedProblem {
 // Shape and span-size checks shared by every consumer: K a positive multiple of 32, N >= 1,
 // ascending offsets starting at 0, every span exactly the size the shape implies.
 absl::Status ValidateProblem(const GroupedProblem& problem);
-// Sizes positive, cta_k a multiple of 4 up to 256 (the reference accepts any such tactic;
-// which ones a kernel instantiates is the kernel registry's business), 1 <= splits <= 256.
+// Sizes positive, cta_k a multiple of 4 up to kMaxCtaK (the reference accepts any such tactic;
+// which ones a kernel instantiates is the kernel registry's business), splits and swizzle
+// within tactic_limits.h.
 absl::Status ValidateTactic(const Tactic& tactic);
 
 }  // namespace mxdiff

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "kernels/tile_raster.h"
 #include "reference/admission.h"
 
 namespace mxdiff::fuzz {
@@ -50,6 +51,11 @@ class KernelModule final : public GemmModule {
   }
 
   absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic) const override {
+    // A fuzz_gemm finding: the route said "runs" for a swizzle the kernels' launch rejects.
+    if (tactic.swizzle > kMaxSwizzleLog2) {
+      return absl::InvalidArgumentError(fmt::format("swizzle {} is beyond the kernels' {}", tactic.swizzle,
+                                                    kMaxSwizzleLog2));
+    }
     const LayerAdmission admission = AdmitLayer(c.scale_bytes);
     return DecideRoute(session_->runner().registry(), tactic, Request(c).transform, c.policy, admission.admitted,
                        admission.Describe());

@@ -29,6 +29,15 @@ TEST(RouteTest, OrdinaryRequestRunsOrdinaryWithTheSameTactic) {
   }
 }
 
+TEST(RouteTest, InvalidTacticIsRejectedBeforeAnyRoute) {
+  Tactic tactic = kTactic;
+  tactic.splits = 0;
+  absl::StatusOr<Route> route = DecideRoute(BuiltinKernelRegistry(), tactic, TransformRequest::kOrdinary,
+                                            FallbackPolicy::kFallback, true, "");
+  EXPECT_EQ(route.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(route.status().message().find("splits"), std::string::npos) << route.status();
+}
+
 TEST(RouteTest, FoldedRunsExactlyTheOrdinaryTacticOnAnAdmittedLayer) {
   for (TransformRequest request : {TransformRequest::kFolded, TransformRequest::kAuto}) {
     absl::StatusOr<Route> route =

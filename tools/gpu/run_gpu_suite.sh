@@ -7,6 +7,10 @@
 #
 # BUILD_DIR holds tests/kernels/{kernels_gpu_test,kernel_benchmark}, tools/mxdiff/mxdiff and,
 # where the machine lacks the build's libraries, runtime-libs/ (tools/gpu/collect_runtime_libs.sh).
+# Where BUILD_DIR also holds tests/fuzz/fuzz_gpu_test and fuzz/fuzz_gemm (the replay binary), the
+# fuzz corpus is replayed on the GPU too; with MXDIFF_FUZZ_BUILD_DIR (a -DMXDIFF_FUZZING=ON build
+# holding fuzz/fuzz_gemm and tools/repro/repro) a fuzz_gemm campaign of MXDIFF_FUZZ_TIME seconds
+# (default 60) runs last, corpus/ left as it is.
 # MXDIFF_SEED fixes the tests' seeds (default: one fresh seed for the whole run, printed).
 set -uo pipefail
 build=${1:-build-kern}
@@ -49,6 +53,17 @@ step "benchmark" "$out/benchmark.log" 120 "$benchmark" --tune
 for tool in memcheck racecheck initcheck synccheck; do
   step "sanitizer $tool" "$out/sanitizer.log" 120 compute-sanitizer --tool "$tool" --error-exitcode 99 "$tests"
 done
+if [ -x "$build/tests/fuzz/fuzz_gpu_test" ]; then
+  step "fuzz gpu tests" "$out/fuzz_gpu_tests.log" 120 "$build/tests/fuzz/fuzz_gpu_test"
+fi
+if [ -x "$build/fuzz/fuzz_gemm" ]; then
+  step "fuzz_gemm replay" "$out/fuzz_gemm_replay.log" 120 "$build/fuzz/fuzz_gemm" corpus/fuzz_gemm
+fi
+if [ -n "${MXDIFF_FUZZ_BUILD_DIR:-}" ]; then
+  step "fuzz_gemm campaign" "$out/campaign.log" $((${MXDIFF_FUZZ_TIME:-60} + 120)) tools/campaign/campaign \
+    --build-dir "$MXDIFF_FUZZ_BUILD_DIR" --targets fuzz_gemm --time "${MXDIFF_FUZZ_TIME:-60}" --no-merge \
+    --out "$out/campaign"
+fi
 # Where the instructions go: an opcode histogram of the decode kernel (8x128x64, both variants).
 if command -v cuobjdump >/dev/null; then
   cuobjdump -sass -arch sm_90 "$benchmark" >"$out/sass.txt" 2>&1
@@ -87,6 +102,9 @@ fi
   echo "--- calibrate"
   grep -E '^(layout|device code|model|v100|sm90|exact|matching|no model|expected|wrote)' "$out/calibrate.log"
   [ -f "$out/sass_histogram.txt" ] && { echo "--- sass"; cut -c1-600 "$out/sass_histogram.txt"; }
+  [ -f "$out/fuzz_gpu_tests.log" ] && { echo "--- fuzz gpu tests"; grep -E '^\[(==========|  PASSED  |  FAILED  |  SKIPPED )\]' "$out/fuzz_gpu_tests.log"; }
+  [ -f "$out/fuzz_gemm_replay.log" ] && { echo "--- fuzz_gemm replay"; tail -3 "$out/fuzz_gemm_replay.log"; }
+  [ -f "$out/campaign.log" ] && { echo "--- fuzz_gemm campaign"; tail -15 "$out/campaign.log"; }
   echo "--- benchmark"
   grep -E '^(device|W|\|)' "$out/benchmark.log"
 } | tee -a "$summary"
