@@ -5,7 +5,8 @@
 # file per target. Tested locally by setting those variables (fuzz/README.md, "Scale out").
 src="${SRC}/mxdiff"
 build="${WORK:-/tmp}/mxdiff-build"
-targets=(fuzz_transform fuzz_dispatch fuzz_reference)
+# Every target of fuzz/targets.txt; without CUDA the GPU targets check their CPU side.
+mapfile -t targets < <(awk '/^fuzz_/ {print $1}' "$src/fuzz/targets.txt")
 
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXDIFF_CUDA=OFF \
   -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" \
@@ -23,4 +24,4 @@ for target in "${targets[@]}"; do
   (cd "$seeds" && zip -q -r "$OUT/${target}_seed_corpus.zip" .)
   rm -rf "$seeds"
 done
-cp "$src/fuzz/dictionaries/mxdiff.dict" "$OUT/"
+cp "$src/fuzz/dictionaries/"*.dict "$OUT/"

@@ -1,7 +1,17 @@
-// The structure-aware mutator: decodes a case, changes fields the way bugs hide (scale bytes
-// toward the admission edges, fp16 specials, shapes and tactics at their limits, registry
-// holes), and encodes it again, so nearly every mutation is a valid case. libFuzzer's byte
-// mutations alone would almost always break the strict format.
+// The structure-aware mutator: decodes a case (its description only: recipes are not
+// materialized), changes fields the way bugs hide, and encodes it again, so nearly every
+// mutation is a valid case. libFuzzer's byte mutations alone would almost always break the
+// strict format. What it changes:
+//  - shapes: grow and shrink N, K, groups and rows; jumps to the real decode shapes (W13 and W2
+//    at TP4 and TP8, top-6 routing over 6 or 256 experts, a few rows per expert, a shared
+//    expert, 512 rows) where the profile allows them;
+//  - elements at the places defects live (the last k block of a split, the last column of a
+//    partial N tile, the first row after an empty expert, 32-element block boundaries): written
+//    into byte-by-byte payloads, or added to a recipe as overrides; overrides moved and removed;
+//  - generators: value class, seed and rare rate switched, a tensor turned from bytes into a
+//    recipe or (when small) back;
+//  - scale bytes toward the admission edges, fp16 specials, tactics at their limits, request,
+//    policy, model, registry holes.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +20,7 @@
 #include <span>
 
 #include "fuzz/case_format.h"
+#include "reference/decode_shapes.h"
 
 namespace mxdiff::fuzz {
 
@@ -32,36 +43,62 @@ class CaseRng {
   uint64_t state_;
 };
 
-// Per-target size limits (within the format's bounds) so each target's inputs stay fast.
-struct MutationProfile {
+// Size limits of a case, within the format's bounds.
+struct ShapeLimits {
   int max_groups = 4;
   int max_rows_per_group = 4;
+  int max_rows = 8;  // all groups together
   int max_n = 16;
   int max_k = 128;
+  int64_t max_weight_elements = kMaxWeightElements;  // groups x N x K
+  int64_t max_products = int64_t{1} << 40;           // rows x N x K: the reference's work
 };
 
-inline constexpr uint8_t kInterestingScaleBytes[] = {0,   1,   111, 112, 113, 114, 115, 120, 126, 127,
-                                                     128, 129, 130, 141, 142, 143, 200, 254, 255};
-inline constexpr uint16_t kInterestingF16[] = {
-    0x0000, 0x8000,  // +-0
-    0x0001, 0x8001, 0x03FF, 0x0200,  // subnormals
-    0x0400, 0x3C00, 0xBC00, 0x3800, 0x4000, 0x3555,  // smallest normal, +-1, 0.5, 2, ~1/3
-    0x7BFF, 0xFBFF,  // +-65504
-    0x7C00, 0xFC00,  // +-Inf
-    0x7E00, 0x7C01, 0xFFFF,  // NaNs
+// Per-target limits so each target's inputs stay fast. Nearly every case lives in `small`; with
+// real_shapes_one_in > 0 one mutation in that many jumps to a real decode shape, and such a
+// case may then grow or shrink anywhere within `large` (an input beyond `small` is pulled back
+// into it in one mutation of shrink_large_one_in).
+struct MutationProfile {
+  ShapeLimits small;
+  ShapeLimits large = small;  // the most any case of this profile reaches
+  int real_shapes_one_in = 0;
+  int shrink_large_one_in = 2;
+  // A tensor larger than this is kept as a recipe (the target's max_len bounds the whole case).
+  size_t max_explicit_bytes = 1024;
 };
+
+using mxdiff::DecodeShape;
+using mxdiff::kDecodeShapes;
+using mxdiff::kRoutedExperts;
+inline constexpr int kTopK = mxdiff::kDecodeTopK;
+
 inline constexpr int kInterestingCtaK[] = {4, 8, 12, 16, 20, 24, 28, 32, 36, 48, 64, 96, 128, 192, 256};
 
-// A random valid case within `profile`.
+// Where an element was placed (each coordinate independently at a defect site or anywhere);
+// tests/fuzz/case_mutator_test.cc classifies placed overrides the same way.
+struct ElementSite {
+  int group = 0;
+  int row = -1;  // global activation row; -1 where the case has no rows
+  int column = 0;
+  int k = 0;
+};
+ElementSite PickSite(const FuzzCase& fuzz_case, CaseRng& rng);
+// The element index of a site in a tensor (fuzz/tensor_recipe.h), or -1 where the tensor has
+// no such element (activations of a case without rows).
+int64_t SiteIndex(const FuzzCase& fuzz_case, TensorKind kind, const ElementSite& site);
+
+// A random valid case within `profile.small`, materialized.
 FuzzCase RandomCase(CaseRng& rng, const MutationProfile& profile);
 
-// Applies one to three structural mutations; the result is always valid within `profile`.
+// Applies one to three structural mutations; the result is always valid within
+// `profile.large` (within `profile.small` when the profile has no real shapes). Recipe
+// tensors are left unmaterialized (their vectors empty): MaterializeCase before running it.
 void MutateCase(FuzzCase& fuzz_case, CaseRng& rng, const MutationProfile& profile);
 
 // libFuzzer's LLVMFuzzerCustomMutator body: an undecodable input is replaced by a random
 // case; `byte_mutator` (LLVMFuzzerMutate in fuzzing builds, may be empty) sometimes mutates
-// the activation payload in place. Returns the new size, never more than max_size (0 if no
-// case that small exists).
+// a byte-by-byte activation payload in place. Returns the new size, never more than max_size
+// (0 if no case that small exists). Never materializes a recipe.
 using ByteMutator = std::function<size_t(uint8_t* data, size_t size, size_t max_size)>;
 size_t MutateEncodedCase(uint8_t* data, size_t size, size_t max_size, unsigned seed,
                          const MutationProfile& profile, const ByteMutator& byte_mutator);

@@ -1,7 +1,7 @@
 #include "fuzz/coverage_counters.h"
 
 #include "reference/split_plan.h"
-#include "reference/transform.h"
+#include "reference/scale_class.h"
 
 namespace mxdiff::fuzz {
 namespace {
@@ -9,8 +9,8 @@ namespace {
 enum Slot : int {
   kRouteSlots = 0,                                 // variant x reason: 2 x 4
   kErrorSlots = kRouteSlots + 2 * kRouteReasonCount,  // request x policy x code bucket: 3 x 2 x 3
-  kScaleSlots = kErrorSlots + 3 * 2 * 3,           // 5 transform classes
-  kPlanSlots = kScaleSlots + 5,                    // 4 plan shapes
+  kScaleSlots = kErrorSlots + 3 * 2 * 3,           // reference/scale_class.h
+  kPlanSlots = kScaleSlots + kScaleClassCount,     // 4 plan shapes
   kSlotCount = kPlanSlots + 4,
 };
 
@@ -33,8 +33,7 @@ void CountRouteError(TransformRequest request, FallbackPolicy policy, absl::Stat
 }
 
 void CountScaleClass(uint8_t raw) {
-  const int a = adjusted_exponent(raw);
-  Hit(kScaleSlots + (a == 0 ? 0 : a <= 16 ? 1 : a == 17 ? 2 : a < 30 ? 3 : 4));
+  Hit(kScaleSlots + int(ClassifyScale(raw)));
 }
 
 void CountPlan(int k, int cta_k, int requested_splits) {

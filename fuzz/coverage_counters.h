@@ -13,8 +13,7 @@ namespace mxdiff::fuzz {
 
 void CountRoute(const Route& route);
 void CountRouteError(TransformRequest request, FallbackPolicy policy, absl::StatusCode code);
-// Five classes of FACTS.md §3-4: a = 0 (flushed), 1..16 (admitted), 17 (folded Inf),
-// 18..29 (folded sign spill), 30 (saturated, the NaN byte included).
+// The classes of reference/scale_class.h.
 void CountScaleClass(uint8_t raw);
 // Split-plan shape: one split, several, clamped request, partial last chunk.
 void CountPlan(int k, int cta_k, int requested_splits);

@@ -1,62 +1,44 @@
 // libFuzzer entry points of fuzz_gemm, the differential target (fuzz/gemm_differential.h).
-// Initialization loads the modules: the builtin ordinary and folded kernels where a GPU is
-// usable (after the calibration guard passes), a folded module on a runner with half the folded
-// kernels missing (it must fall back), and the external kernel library named by
-// MXDIFF_EXTERNAL_KERNEL. Without a GPU the CPU side of every case still runs.
+// Initialization loads the modules (fuzz/modules/module_loader.h: `--modules=`,
+// `--disable-modules=`, `--external=LIB`, or the MXDIFF_* environment) and runs the known
+// cases (fuzz/known_cases.h) through them: a disagreement there is a finding, written and
+// reported like any other. A module that cannot load stops the target with exit status 2.
+// Without a GPU and without an external module the CPU side of every case still runs.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string_view>
+#include <vector>
 
 #include "fmt/core.h"
-#include "fuzz/calibration_guard.h"
 #include "fuzz/gemm_differential.h"
-#include "fuzz/modules/external_module.h"
-#include "fuzz/modules/kernel_modules.h"
+#include "fuzz/known_cases.h"
+#include "fuzz/modules/module_loader.h"
 #include "fuzz/target_driver.h"
 
 namespace {
 
 std::unique_ptr<mxdiff::fuzz::GemmDifferential> differential;
 
-std::vector<std::unique_ptr<mxdiff::fuzz::GemmModule>> LoadModules() {
-  std::vector<std::unique_ptr<mxdiff::fuzz::GemmModule>> modules;
-  absl::StatusOr<std::unique_ptr<mxdiff::GemmRunner>> runner = mxdiff::GemmRunner::Create();
-  if (runner.ok()) {
-    std::shared_ptr<mxdiff::GemmRunner> shared(std::move(*runner));
-    absl::StatusOr<mxdiff::fuzz::Calibration> calibration = mxdiff::fuzz::CalibrateDevice(*shared);
-    if (!calibration.ok()) {
-      fmt::print(stderr, "fuzz_gemm: calibration guard failed, not fuzzing: {}\n", calibration.status().ToString());
-      std::exit(2);
-    }
-    fmt::print(stderr, "fuzz_gemm: {} calibrated as {}\n{}", shared->DeviceName(),
-               mxdiff::StepModelName(calibration->model), calibration->report);
-    absl::StatusOr<std::vector<std::unique_ptr<mxdiff::fuzz::GemmModule>>> builtin =
-        mxdiff::fuzz::MakeBuiltinModules(shared, calibration->model);
-    if (!builtin.ok()) {
-      fmt::print(stderr, "fuzz_gemm: {}\n", builtin.status().ToString());
-      std::exit(2);
-    }
-    modules = *std::move(builtin);
-  } else {
-    fmt::print(stderr, "fuzz_gemm: no CUDA device ({}): checking the CPU side only\n", runner.status().ToString());
-  }
-  if (const char* library = std::getenv("MXDIFF_EXTERNAL_KERNEL"); library != nullptr && *library != '\0') {
-    absl::StatusOr<std::unique_ptr<mxdiff::fuzz::GemmModule>> external = mxdiff::fuzz::LoadExternalModule(library);
-    if (!external.ok()) {
-      fmt::print(stderr, "fuzz_gemm: {}\n", external.status().ToString());
-      std::exit(2);
-    }
-    fmt::print(stderr, "fuzz_gemm: loaded external module {}\n", (*external)->name());
-    modules.push_back(*std::move(external));
-  }
-  return modules;
-}
-
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  differential = std::make_unique<mxdiff::fuzz::GemmDifferential>(LoadModules());
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  const std::vector<std::string_view> args(*argv, *argv + *argc);
+  absl::StatusOr<mxdiff::fuzz::LoadedModules> loaded =
+      mxdiff::fuzz::LoadModules(mxdiff::fuzz::ModuleSelectionFromArgs(args));
+  if (!loaded.ok()) {
+    fmt::print(stderr, "fuzz_gemm: not fuzzing: {}\n", loaded.status().ToString());
+    std::exit(2);
+  }
+  fmt::print(stderr, "fuzz_gemm: {}", loaded->report);
+  differential = std::make_unique<mxdiff::fuzz::GemmDifferential>(std::move(loaded->modules));
+  for (const mxdiff::fuzz::FuzzCase& known : mxdiff::fuzz::KnownCases()) {
+    if (mxdiff::fuzz::CheckResult finding = differential->CheckCase(known)) {
+      absl::StatusOr<std::vector<uint8_t>> bytes = mxdiff::fuzz::EncodeCase(known);
+      mxdiff::fuzz::ReportFindingAndAbort("fuzz_gemm", bytes.ok() ? *bytes : std::vector<uint8_t>{}, *finding);
+    }
+  }
   return 0;
 }
 

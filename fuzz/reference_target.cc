@@ -6,6 +6,7 @@
 
 #include "fmt/format.h"
 #include "fuzz/coverage_counters.h"
+#include "fuzz/independent_checks.h"
 #include "reference/reference_gemm.h"
 #include "reference/split_plan.h"
 
@@ -140,6 +141,7 @@ double ModelErrorBound(double abs_sum, int steps, int splits) {
 }
 
 CheckResult CheckReferenceCase(const FuzzCase& c) {
+  if (CheckResult finding = CheckAgainstIndependentArithmetic(c)) return finding;
   CountPlan(c.k, c.tactic.cta_k, c.tactic.splits);
   if (CheckResult finding = CheckPlan(c.k, c.tactic)) return finding;
   if (c.rows() == 0) return std::nullopt;

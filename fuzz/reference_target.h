@@ -1,12 +1,13 @@
 // fuzz_reference's properties, on small random problems:
 //  - the split plan covers every k exactly once, in ascending contiguous ranges, shorter
-//    splits first (FACTS.md §6);
+//    splits first (docs/numerics.md: reduction order);
 //  - the reference's fp32 output equals an element-by-element recomputation from the public
 //    pieces (Step, ReduceAdd, split_k_range): the stacked oracle, which catches a reduction
 //    order or a k range the optimized reference gets wrong; its trace agrees too;
 //  - the fast (vectorized) reference path gives the scalar path's bits;
 //  - the case's arithmetic model stays within a proven error bound of the `exact` model;
-//  - two tactics with the same split partition give identical bits.
+//  - two tactics with the same split partition give identical bits;
+//  - the shared rules against independent arithmetic (fuzz/independent_checks.h).
 #pragma once
 
 #include "fuzz/case_format.h"

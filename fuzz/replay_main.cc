@@ -1,6 +1,7 @@
 // The plain replay driver of every fuzz target in builds without libFuzzer (gcc): runs
 // LLVMFuzzerTestOneInput over the files and directories on the command line, in sorted order.
-// A finding aborts, as under libFuzzer. Exit status: 0 all replayed, 2 an input was unreadable
+// Arguments that start with `--` are the target's own flags (LLVMFuzzerInitialize reads them),
+// as under libFuzzer. A finding aborts, as under libFuzzer. Exit status: 0 all replayed, 2 an input was unreadable
 // or not a valid case (the corpus must hold only valid cases).
 #include <algorithm>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fmt/core.h"
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
   if (&LLVMFuzzerInitialize != nullptr) LLVMFuzzerInitialize(&argc, &argv);
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]).starts_with("--")) continue;  // the target's own flags
     const std::filesystem::path path = argv[i];
     std::error_code error;
     if (std::filesystem::is_directory(path, error)) {

@@ -20,9 +20,23 @@ int RunFuzzInput(std::string_view target, const uint8_t* data, size_t size, cons
 size_t MutateFuzzInput(uint8_t* data, size_t size, size_t max_size, unsigned seed, const MutationProfile& profile);
 
 // The mutation profiles of the targets (one place, so the seed generator uses the same sizes).
-inline constexpr MutationProfile kTransformProfile{2, 1, 8, 64};
-inline constexpr MutationProfile kDispatchProfile{2, 1, 4, 64};
-inline constexpr MutationProfile kReferenceProfile{2, 2, 8, 128};
-inline constexpr MutationProfile kGemmProfile{4, 2, 64, 256};
+// The CPU targets stay small (their property costs several reference runs per case); fuzz_gemm
+// keeps most cases small too, and in one mutation of 32 jumps to a real decode shape (W13 and
+// W2, top-6 routing over 6 or 256 experts, a shared expert, 512 rows), which then grows and
+// shrinks within `large` until pulled back (fuzz/case_mutator.h). A real-shape case costs the
+// CPU side about 100 small ones (the reference runs at every shape), hence the rarity.
+inline constexpr ShapeLimits SmallLimits(int groups, int rows_per_group, int n, int k) {
+  return ShapeLimits{groups, rows_per_group, groups * rows_per_group, n, k, kMaxWeightElements, int64_t{1} << 40};
+}
+inline constexpr MutationProfile kTransformProfile{SmallLimits(2, 1, 8, 64), SmallLimits(2, 1, 8, 64), 0, 2, 1024};
+inline constexpr MutationProfile kDispatchProfile{SmallLimits(2, 1, 4, 64), SmallLimits(2, 1, 4, 64), 0, 2, 1024};
+inline constexpr MutationProfile kReferenceProfile{SmallLimits(2, 2, 8, 128), SmallLimits(2, 2, 8, 128), 0, 2,
+                                                   2048};
+// large: every format bound, the reference's work per case at most 2^26 products (16 rows at
+// W13, rows x N x K = 16 x 1024 x 4096; the one-token decode is 6 rows, 2^24.6).
+inline constexpr MutationProfile kGemmProfile{
+    SmallLimits(4, 2, 64, 256),
+    ShapeLimits{kMaxGroups, kMaxRowsPerGroup, kMaxRows, kMaxN, kMaxK, kMaxWeightElements, int64_t{1} << 26},
+    32, 2, 32768};
 
 }  // namespace mxdiff::fuzz

@@ -13,7 +13,7 @@
 namespace mxdiff::fuzz {
 namespace {
 
-// E2M1 magnitudes of codes 0..7 (FACTS.md §2), written from the spec table rather than
+// E2M1 magnitudes of codes 0..7 (docs/numerics.md: formats), written from the spec table rather than
 // derived from place_e2m1, so that the check is independent of the code under test.
 constexpr double kE2m1Magnitude[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
 
@@ -52,7 +52,7 @@ CheckResult CheckScaleByte(uint8_t raw, ByteVerdict& verdict) {
   const int expected_a = raw <= 112 ? 0 : (raw >= 142 ? 30 : raw - 112);
   if (a != expected_a) {
     return Finding{fmt::format("transform/adjusted-exponent/raw={}", raw),
-                   fmt::format("adjusted_exponent({}) = {}, FACTS.md §3 says clamp(raw - 112, 0, 30) = {}", raw, a,
+                   fmt::format("adjusted_exponent({}) = {}, docs/numerics.md: the ordinary transform says clamp(raw - 112, 0, 30) = {}", raw, a,
                                expected_a)};
   }
   bool agree = true;
@@ -96,7 +96,7 @@ CheckResult CheckScaleByte(uint8_t raw, ByteVerdict& verdict) {
 }
 
 CheckResult CheckNibbleOrder(const FuzzCase& c) {
-  // FACTS.md §2: the low nibble holds the even k element.
+  // docs/numerics.md: formats: the low nibble holds the even k element.
   const size_t check = std::min<size_t>(c.packed_codes.size(), 16);
   for (size_t i = 0; i < check; ++i) {
     const uint8_t byte = c.packed_codes[i];

@@ -1,5 +1,5 @@
 // fuzz_transform's property: for every scale byte of the case and all 16 codes, both
-// transforms against the MX-spec value and the documented contract deviations (FACTS.md §3-4);
+// transforms against the MX-spec value and the documented contract deviations (docs/numerics.md: transforms);
 // admission exactly when the two transforms agree on all codes; the packed nibble order; the
 // kernels' vectorized dequantize_word against the scalar dequantize; and a route that never
 // takes folded on a layer where any bit would differ.

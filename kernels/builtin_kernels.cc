@@ -1,5 +1,7 @@
 #include "kernels/builtin_kernels.h"
 
+#include "kernels/tile_raster.h"
+
 namespace mxdiff {
 
 int CtaShapeIndex(const Tactic& tactic) {
@@ -19,7 +21,7 @@ void RegisterBuiltinKernels(KernelRegistry& registry) {
 }
 
 KernelRegistry BuiltinKernelRegistry() {
-  KernelRegistry registry;
+  KernelRegistry registry(kMaxSwizzleLog2);
   RegisterBuiltinKernels(registry);
   return registry;
 }

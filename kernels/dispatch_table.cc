@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/builtin_kernels.h"
+#include "reference/decode_shapes.h"
 #include "reference/split_plan.h"
 
 namespace mxdiff {
@@ -15,11 +16,14 @@ struct TableEntry {
 
 // Decode, 6 experts x 1 row (PP2 x TP4 and TP8): the fastest candidates of GemmRunner::Tune on
 // the H200 (kernel_benchmark --tune; kernels/README.md has the figures).
+constexpr DispatchShape Decode(const DecodeShape& shape) {
+  return DispatchShape{.groups = kDecodeTopK, .max_group_rows = 1, .n = shape.n, .k = shape.k};
+}
 constexpr TableEntry kTable[] = {
-    {{6, 1, 1024, 4096}, {8, 128, 64, 16, 0}},
-    {{6, 1, 4096, 512}, {8, 128, 64, 2, 0}},
-    {{6, 1, 512, 4096}, {8, 128, 64, 16, 0}},
-    {{6, 1, 4096, 256}, {8, 128, 64, 2, 0}},
+    {Decode(kW13Tp4), {8, 128, 64, 16, 0}},
+    {Decode(kW2Tp4), {8, 128, 64, 2, 0}},
+    {Decode(kW13Tp8), {8, 128, 64, 16, 0}},
+    {Decode(kW2Tp8), {8, 128, 64, 2, 0}},
 };
 
 // Aim for this many CTAs per multiprocessor before splitting K further.

@@ -1,5 +1,5 @@
 // The default ordinary tactic for a shape: an explicit table for the shapes that matter
-// (DeepSeek V4 decode, FACTS.md §7), a rule for the rest. Host-only; the folded variant never
+// (DeepSeek V4 decode, docs/numerics.md: shapes), a rule for the rest. Host-only; the folded variant never
 // consults this: it runs whatever ordinary tactic was chosen (route.h).
 #pragma once
 

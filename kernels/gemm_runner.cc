@@ -166,7 +166,8 @@ class CudaGemmRunner final : public GemmRunner {
                                                       activations.size_bytes(), cudaMemcpyHostToDevice, stream_),
                                       "copy activations"));
     MXDIFF_RETURN_IF_ERROR(
-        CudaStatus(cudaMemsetAsync(staged_output_.as<void>(), 0xFF, output.size_bytes(), stream_), "poison output"));
+        CudaStatus(cudaMemsetAsync(staged_output_.as<void>(), kRunnerPoisonByte, output.size_bytes(), stream_),
+                   "poison output"));
     MXDIFF_RETURN_IF_ERROR(Launch(**device_layer, route, plan, row_offsets, staged_offsets_.as<int32_t>(),
                                   staged_activations_.as<uint16_t>(), staged_output_.as<uint16_t>(), stream_));
     std::vector<uint16_t> result(output.size());
@@ -272,11 +273,12 @@ class CudaGemmRunner final : public GemmRunner {
                                                     row_offsets.size(), layer.groups(), layer.groups() + 1));
     }
     const Tactic tactic = request.tactic ? *request.tactic : DefaultTactic(layer.n(), layer.k(), row_offsets);
-    absl::StatusOr<LaunchPlan> plan = PlanLaunch(tactic, layer.groups(), layer.n(), layer.k(), row_offsets);
-    if (!plan.ok()) return plan.status();
     absl::StatusOr<Route> route = DecideRoute(registry_, tactic, request.transform, request.policy,
                                               layer.admission().admitted, layer.admission().Describe());
     if (!route.ok()) return route.status();
+    MXDIFF_RETURN_IF_ERROR(registry_.CheckLaunchable(route->tactic, route->variant));
+    absl::StatusOr<LaunchPlan> plan = PlanLaunch(route->tactic, layer.groups(), layer.n(), layer.k(), row_offsets);
+    if (!plan.ok()) return plan.status();
     return std::pair{*std::move(route), *plan};
   }
 
@@ -329,6 +331,19 @@ class CudaGemmRunner final : public GemmRunner {
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<PreparedLayer>> GemmRunner::PrepareAudited(int groups, int n, int k,
+                                                                         std::span<const uint8_t> packed_codes,
+                                                                         std::span<const uint8_t> scale_bytes,
+                                                                         const AuditedLayerVerdict& verdict) {
+  MXDIFF_RETURN_IF_ERROR(CheckAuditedVerdict(verdict, groups, n, k, scale_bytes));
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> layer = Prepare(groups, n, k, packed_codes, scale_bytes);
+  if (layer.ok() && (*layer)->admission().admitted != verdict.admitted) {
+    return absl::InternalError(fmt::format("layer '{}': Prepare's admission ({}) differs from the checked verdict",
+                                           verdict.layer, (*layer)->admission().Describe()));
+  }
+  return layer;
+}
+
 absl::StatusOr<std::unique_ptr<GemmRunner>> GemmRunner::Create(int device) {
   return CreateWithRegistry(device, BuiltinKernelRegistry());
 }
@@ -339,6 +354,10 @@ absl::StatusOr<std::unique_ptr<GemmRunner>> GemmRunner::CreateWithRegistry(int d
     if (!builtin.Has(tactic, Transform::kOrdinary)) {
       return absl::InvalidArgumentError(fmt::format("no ordinary kernel {} in this build", TacticName(tactic)));
     }
+  }
+  if (registry.max_swizzle() > builtin.max_swizzle()) {
+    return absl::InvalidArgumentError(fmt::format("the registry allows swizzle up to {}, this build's kernels {}",
+                                                  registry.max_swizzle(), builtin.max_swizzle()));
   }
   int count = 0;
   const cudaError_t count_error = cudaGetDeviceCount(&count);

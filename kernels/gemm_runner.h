@@ -28,6 +28,11 @@ class PreparedLayer {
   virtual const LayerAdmission& admission() const = 0;
 };
 
+// Run fills the device output with this byte before every launch: fp16 0xFFFF, a NaN that no
+// kernel writes (every NaN a kernel produces is the canonical 0x7FFF), so an unwritten element shows.
+inline constexpr uint8_t kRunnerPoisonByte = 0xFF;
+inline constexpr uint16_t kRunnerOutputPoison = uint16_t(kRunnerPoisonByte * 0x101u);
+
 // Device in, device out: no copies, no poisoning, no synchronization (benchmarks, graphs).
 struct DeviceBatch {
   std::span<const int32_t> row_offsets;         // host copy: shape checks and grid size
@@ -62,6 +67,16 @@ class GemmRunner {
                                                                 std::span<const uint8_t> packed_codes,
                                                                 std::span<const uint8_t> scale_bytes) = 0;
 
+  // Prepare with a scale audit's verdict on this layer (`mxdiff audit --json`): refused before
+  // anything is copied unless CheckAuditedVerdict (reference/admission.h) accepts it, i.e. it
+  // was made under this build's admission rule and describes exactly these scale bytes. The
+  // layer's admission is then decided from the bytes by the same rule, as in Prepare: a verdict
+  // can only confirm it, never widen it.
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareAudited(int groups, int n, int k,
+                                                                std::span<const uint8_t> packed_codes,
+                                                                std::span<const uint8_t> scale_bytes,
+                                                                const AuditedLayerVerdict& verdict);
+
   // Host in, host out: copies activations (M x K fp16 bits) and row offsets in, launches the
   // routed kernel, copies M x N fp16 bits out. Bad input is an error before any launch, and
   // the output is not touched then. The returned route is what ran.
@@ -70,7 +85,7 @@ class GemmRunner {
                                     const RunRequest& request) = 0;
 
   // RunOnDevice's device buffers are the caller's; the device output is not poisoned. Run
-  // fills its device output with 0xFFFF (a NaN no kernel writes) before every launch.
+  // fills its device output with kRunnerOutputPoison before every launch.
   virtual absl::StatusOr<Route> RunOnDevice(const PreparedLayer& layer, const DeviceBatch& batch,
                                             const RunRequest& request) = 0;
 

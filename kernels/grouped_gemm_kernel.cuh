@@ -7,6 +7,7 @@
 #include "kernels/kernel_launch.h"
 #include "kernels/mainloop.cuh"
 #include "kernels/splitk_epilogue.cuh"
+#include "kernels/tile_map.h"
 #include "kernels/tile_raster.h"
 #include "reference/split_plan.h"
 
@@ -22,7 +23,10 @@ __global__ void __launch_bounds__(128) GroupedGemmKernel(KernelLaunch p) {
   const int tile = blockIdx.x % tiles;
   const int split = blockIdx.x / tiles;
   const TileCoord coord = SwizzledTile(tile, p.m_tiles, p.n_tiles, p.swizzle);
-  const GroupTile group_tile = FindGroupTile(p.row_offsets, p.groups, kCtaM, coord.m);
+  const GroupTile group_tile = p.tile_map != nullptr ? MappedGroupTile(p.tile_map, coord.m)
+                                                     : FindGroupTile(p.row_offsets, p.groups, kCtaM, coord.m);
+  // A capacity launch is sized for the worst routing: a tile beyond this routing's rows is empty.
+  if (group_tile.group < 0) return;
   const KRange range = split_k_range(p.k, kCtaK, p.splits, split);
 
   const int lane = threadIdx.x & 31;

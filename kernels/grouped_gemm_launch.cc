@@ -10,6 +10,11 @@ namespace mxdiff {
 absl::Status LaunchGroupedGemm(const DeviceGemmArgs& args) {
   absl::StatusOr<LaunchPlan> plan = PlanLaunch(args.tactic, args.groups, args.n, args.k, args.row_offsets);
   if (!plan.ok()) return plan.status();
+  return LaunchPlannedGroupedGemm(args, *plan);
+}
+
+absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPlan& planned) {
+  const LaunchPlan* plan = &planned;
   KernelLaunch launch{.transform = args.transform,
                       .shape_index = plan->shape_index,
                       .splits = plan->splits,
@@ -20,6 +25,7 @@ absl::Status LaunchGroupedGemm(const DeviceGemmArgs& args) {
                       .m_tiles = plan->m_tiles,
                       .n_tiles = plan->n_tiles,
                       .row_offsets = args.device_row_offsets,
+                      .tile_map = args.tile_map,
                       .activations = args.activations,
                       .codes = args.codes,
                       .scales = args.scales,

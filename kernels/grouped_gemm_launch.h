@@ -20,6 +20,7 @@ struct DeviceGemmArgs {
   int k = 0;
   std::span<const int32_t> row_offsets;  // host copy of device_row_offsets: shape and grid
   const int32_t* device_row_offsets = nullptr;
+  const int32_t* tile_map = nullptr;  // capacity launches only (kernel_launch.h)
   const uint16_t* activations = nullptr;
   const uint8_t* codes = nullptr;
   const uint16_t* scales = nullptr;  // prepared for `transform`
@@ -32,5 +33,9 @@ struct DeviceGemmArgs {
 };
 
 absl::Status LaunchGroupedGemm(const DeviceGemmArgs& args);
+
+// The same with a plan made beforehand: a capacity launch (PlanCapacityLaunch, with
+// args.tile_map) for CUDA Graph replay, where args.row_offsets is not consulted.
+absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPlan& plan);
 
 }  // namespace mxdiff

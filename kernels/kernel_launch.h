@@ -27,6 +27,11 @@ struct KernelLaunch {
   int m_tiles = 0;
   int n_tiles = 0;
   const int32_t* row_offsets = nullptr;  // device, groups + 1
+  // Optional (capacity launches for CUDA Graph replay, kernels/tile_map.h): device, m_tiles
+  // entries of four int32 {group, row_begin, row_end, 0} written on the device for the routing of
+  // the moment; the kernel reads its tile there instead of scanning row_offsets, and a CTA whose
+  // entry has group -1 (beyond this routing's rows) does nothing. Null: m_tiles is exact.
+  const int32_t* tile_map = nullptr;
   const uint16_t* activations = nullptr;  // device, M x K fp16 bits
   const uint8_t* codes = nullptr;         // device, groups x N x K/2
   const uint16_t* scales = nullptr;       // device, groups x N x K/32 prepared fp16 scale bits

@@ -1,6 +1,8 @@
 #include "kernels/launch_plan.h"
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "fmt/core.h"
 #include "kernels/builtin_kernels.h"
@@ -32,9 +34,6 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const Tactic& tactic, int groups, int n, i
   if (plan.shape_index < 0) {
     return absl::InvalidArgumentError(fmt::format("no kernel is instantiated for CTA {}x{}x{}", tactic.cta_m,
                                                   tactic.cta_n, tactic.cta_k));
-  }
-  if (tactic.swizzle > kMaxSwizzleLog2) {
-    return absl::InvalidArgumentError(fmt::format("swizzle must be 0..{}, got {}", kMaxSwizzleLog2, tactic.swizzle));
   }
   if (groups < 1) return absl::InvalidArgumentError(fmt::format("groups must be >= 1, got {}", groups));
   if (n < 1) return absl::InvalidArgumentError(fmt::format("N must be >= 1, got {}", n));
@@ -77,12 +76,38 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const Tactic& tactic, int groups, int n, i
   return plan;
 }
 
+absl::StatusOr<LaunchPlan> PlanCapacityLaunch(const Tactic& tactic, int groups, int n, int k, int max_rows,
+                                              int m_tiles) {
+  if (max_rows < 0 || m_tiles < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("a capacity launch needs max_rows >= 0 and m_tiles >= 0, got {} and {}", max_rows, m_tiles));
+  }
+  // Shape, tactic and size checks of PlanLaunch, with every row in the first group.
+  std::vector<int32_t> offsets(size_t(std::max(groups, 0)) + 1, max_rows);
+  offsets[0] = 0;
+  absl::StatusOr<LaunchPlan> plan = PlanLaunch(tactic, groups, n, k, offsets);
+  if (!plan.ok()) return plan.status();
+  plan->m_tiles = m_tiles;
+  if (plan->ctas() > kMaxElements) {
+    return absl::InvalidArgumentError(fmt::format("{} CTAs exceed the grid limit", plan->ctas()));
+  }
+  if (plan->splits > 1) {
+    const size_t tiles = size_t(plan->m_tiles) * plan->n_tiles;
+    plan->semaphore_count = tiles;
+    plan->partial_bytes = tiles * size_t(plan->splits) * size_t(tactic.cta_m) * size_t(tactic.cta_n) * sizeof(float);
+  }
+  return plan;
+}
+
 absl::Status CheckLaunch(const KernelLaunch& launch, const LaunchPlan& plan) {
   if (launch.shape_index != plan.shape_index || launch.splits != plan.splits ||
       launch.m_tiles != plan.m_tiles || launch.n_tiles != plan.n_tiles) {
     return absl::InvalidArgumentError("launch fields disagree with its plan");
   }
   if (absl::Status s = CheckPointer("row_offsets", launch.row_offsets, alignof(int32_t)); !s.ok()) return s;
+  if (launch.tile_map != nullptr) {  // read as one 16-byte entry per tile
+    if (absl::Status s = CheckPointer("tile_map", launch.tile_map, 16); !s.ok()) return s;
+  }
   // Activations are read 8 bytes at a time and codes 16 at a time (rows of K/2 bytes, K a
   // multiple of 32, keep every row aligned when the base is).
   if (absl::Status s = CheckPointer("activations", launch.activations, 8); !s.ok()) return s;

@@ -26,8 +26,17 @@ struct LaunchPlan {
 };
 
 // InvalidArgument for a tactic no instantiation has, an invalid shape or bad row offsets.
+// Whether the tactic may launch at all is the registry's decision (route.h), taken before.
 absl::StatusOr<LaunchPlan> PlanLaunch(const Tactic& tactic, int groups, int n, int k,
                                       std::span<const int32_t> row_offsets);
+
+// A capacity launch (CUDA Graph replay with routings that change between replays): the grid
+// has `m_tiles` M tiles and the activations up to `max_rows` rows whatever the device row
+// offsets say when it runs; the kernel reads each CTA's tile from a device tile map
+// (kernels/tile_map.h) and a CTA beyond the rows of the moment does nothing. The same checks as
+// PlanLaunch; the workspace is sized for all `m_tiles`.
+absl::StatusOr<LaunchPlan> PlanCapacityLaunch(const Tactic& tactic, int groups, int n, int k, int max_rows,
+                                              int m_tiles);
 
 // Null or misaligned pointers, a workspace smaller than the plan needs, fields that disagree
 // with the plan: InvalidArgument, so the caller returns before any launch.

@@ -4,7 +4,7 @@
 // Weights skip shared memory because each weight has exactly one consumer lane: the lane that
 // owns its column dequantizes it once and reuses it for all cta_m / 8 row blocks.
 //
-// Order (FACTS.md §6): the accumulator starts at +0 and takes four k per m8n8k4 step in
+// Order (docs/numerics.md: reduction order): the accumulator starts at +0 and takes four k per m8n8k4 step in
 // ascending k over the whole range; nothing else ever touches it.
 #pragma once
 

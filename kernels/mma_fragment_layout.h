@@ -1,4 +1,4 @@
-// The m8n8k4 fragment layout the kernels assume (PTX ISA; FACTS.md §5), in one place for the
+// The m8n8k4 fragment layout the kernels assume (PTX ISA; docs/numerics.md: one m8n8k4 step), in one place for the
 // kernel, the calibration probe that re-derives it on the device, and the tests. A warp holds
 // four independent 8x8x4 products, one per quad-pair q = (lane % 16) / 4.
 #pragma once

@@ -1,5 +1,5 @@
 // The one matrix instruction the kernels and the calibration probe use: four independent
-// 8x8x4 fp16 products with fp32 accumulate per warp (FACTS.md §5 has the fragment layout).
+// 8x8x4 fp16 products with fp32 accumulate per warp (docs/numerics.md: one m8n8k4 step has the fragment layout).
 #pragma once
 
 #include <cstdint>

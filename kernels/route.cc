@@ -49,6 +49,19 @@ bool KernelRegistry::Has(const Tactic& tactic, Transform transform) const {
   return false;
 }
 
+absl::Status KernelRegistry::CheckLaunchable(const Tactic& tactic, Transform transform) const {
+  if (!Has(tactic, transform)) {
+    return absl::InvalidArgumentError(
+        fmt::format("no {} kernel is instantiated for tactic {}", TransformName(transform), TacticName(tactic)));
+  }
+  if (tactic.swizzle > max_swizzle_) {
+    return absl::InvalidArgumentError(
+        fmt::format("swizzle {} of tactic {} is beyond the kernels' 0..{}", tactic.swizzle, TacticName(tactic),
+                    max_swizzle_));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<Tactic> KernelRegistry::OrdinaryTactics() const {
   std::vector<Tactic> tactics;
   for (const Entry& entry : entries_) {
@@ -61,9 +74,8 @@ absl::StatusOr<Route> DecideRoute(const KernelRegistry& registry, const Tactic& 
                                   TransformRequest request, FallbackPolicy policy, bool layer_admitted,
                                   std::string_view refusal_detail) {
   if (absl::Status status = ValidateTactic(ordinary_tactic); !status.ok()) return status;
-  if (!registry.Has(ordinary_tactic, Transform::kOrdinary)) {
-    return absl::InvalidArgumentError(
-        fmt::format("no ordinary kernel is instantiated for tactic {}", TacticName(ordinary_tactic)));
+  if (absl::Status status = registry.CheckLaunchable(ordinary_tactic, Transform::kOrdinary); !status.ok()) {
+    return status;
   }
   Route route;
   route.tactic = ordinary_tactic;

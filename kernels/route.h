@@ -31,12 +31,22 @@ std::string_view TransformRequestName(TransformRequest request);  // + "auto"
 std::string_view FallbackPolicyName(FallbackPolicy policy);  // "fallback" / "fail-closed"
 std::string_view RouteReasonName(RouteReason reason);  // "ordinary-requested", "folded-admitted", ...
 
-// Which (tactic, transform) kernels exist in a build. Kernels register explicitly (no static
-// initializers); tests check the registry's size.
+// What can launch in a build: which (CTA shape, transform) kernels exist and how wide a raster
+// swizzle they take. The one authority that DecideRoute and the launch both ask. Kernels
+// register explicitly (no static initializers); tests check the registry's size.
 class KernelRegistry {
  public:
+  // `max_swizzle`: the widest raster swizzle (log2) the kernels accept; by default any swizzle
+  // ValidateTactic accepts (a registry that describes kernels without that limit).
+  explicit KernelRegistry(int max_swizzle = kMaxSwizzleField) : max_swizzle_(max_swizzle) {}
+
   void Add(const Tactic& tactic, Transform transform);
+  // An instantiation of the tactic's CTA shape exists (splits and swizzle are run-time).
   bool Has(const Tactic& tactic, Transform transform) const;
+  // InvalidArgument, saying why, unless a kernel for exactly this tactic and transform can
+  // launch: an instantiation exists and the swizzle is within max_swizzle().
+  absl::Status CheckLaunchable(const Tactic& tactic, Transform transform) const;
+  int max_swizzle() const { return max_swizzle_; }
   // Tactics for which an ordinary kernel exists, in registration order.
   std::vector<Tactic> OrdinaryTactics() const;
   size_t size() const { return entries_.size(); }
@@ -47,6 +57,7 @@ class KernelRegistry {
     Transform transform;
   };
   std::vector<Entry> entries_;
+  int max_swizzle_;
 };
 
 struct Route {
@@ -58,7 +69,7 @@ struct Route {
 
 // `layer_admitted` and `refusal_detail` come from the reference's admission verdict, computed
 // once when the layer's scales were prepared. Errors: InvalidArgument when the tactic is invalid
-// (ValidateTactic) or no ordinary kernel exists for it (nothing could launch: never silent), and
+// (ValidateTactic) or no ordinary kernel can launch it (CheckLaunchable: never silent), and
 // FailedPrecondition when fail-closed forbids the fallback an explicit folded request needs.
 absl::StatusOr<Route> DecideRoute(const KernelRegistry& registry, const Tactic& ordinary_tactic,
                                   TransformRequest request, FallbackPolicy policy,

@@ -8,7 +8,7 @@
 // the whole serial reduction in split order from the slots and stores the tile; it also resets
 // the semaphore to 0 for the next launch. The sum is the same sequence of fp32 adds as a chain
 // of splits handing the running sum from one to the next, so the bits depend on the split
-// partition alone (FACTS.md §6), but no split ever waits for another: the chain's S global
+// partition alone (docs/numerics.md: reduction order), but no split ever waits for another: the chain's S global
 // round trips become one, which is what makes many splits affordable.
 #pragma once
 
@@ -70,7 +70,7 @@ struct SplitKEpilogue {
     __syncthreads();
     if (!is_last) return false;
     __threadfence();
-    // sum = p0, then sum = sum + p1, ..., in split order for every accumulator (FACTS.md §6). This
+    // sum = p0, then sum = sum + p1, ..., in split order for every accumulator (docs/numerics.md: reduction order). This
     // CTA's own slot is read back too (the same bits as acc), which keeps the loop branch-free so
     // the loads of the next splits are in flight during the adds.
     float sum[kRowBlocks][8];

@@ -1,6 +1,6 @@
 // Which output tile a CTA computes, shared by the kernel and its CPU tests. The raster swizzle
 // walks stripes of 2^swizzle M tiles column by column so neighbouring CTAs share weight columns
-// in L2; it is a bijection on the tiles and never changes bits (FACTS.md §6).
+// in L2; it is a bijection on the tiles and never changes bits (docs/numerics.md: reduction order).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 namespace mxdiff {
 
-inline constexpr int kMaxSwizzleLog2 = 4;  // PlanLaunch rejects a wider swizzle
+inline constexpr int kMaxSwizzleLog2 = 4;  // the builtin registry refuses a wider swizzle
 
 struct TileCoord {
   int m;  // global M tile (over all groups)

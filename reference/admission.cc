@@ -1,5 +1,7 @@
 #include "reference/admission.h"
 
+#include <string_view>
+
 #include "fmt/core.h"
 #include "reference/transform.h"
 
@@ -22,8 +24,7 @@ std::array<bool, 256> DeriveAdmittedBytes() {
 }
 
 // "113..128" for a contiguous set, else the list.
-std::string DescribeAdmittedSet() {
-  const std::array<bool, 256>& admitted = FoldAdmittedBytes();
+std::string DescribeAdmittedSet(const std::array<bool, 256>& admitted) {
   std::string ranges;
   for (int raw = 0; raw < 256;) {
     if (!admitted[raw]) {
@@ -41,15 +42,33 @@ std::string DescribeAdmittedSet() {
 
 }  // namespace
 
+std::string DescribeFoldAdmittedSet() { return DescribeAdmittedSet(FoldAdmittedBytes()); }
+
 const std::array<bool, 256>& FoldAdmittedBytes() {
   static const std::array<bool, 256> admitted = DeriveAdmittedBytes();
   return admitted;
 }
 
+std::string AdmissionRuleVersionOf(const std::array<bool, 256>& admitted) {
+  // FNV-1a over the rule's name and the 256 table entries: any change of the derived set (or a
+  // rename of the rule) gives another version.
+  constexpr std::string_view kRuleName = "fold-bitwise-equal-all-codes";
+  uint64_t digest = 0xcbf29ce484222325ull;
+  auto mix = [&digest](uint8_t byte) { digest = (digest ^ byte) * 0x100000001b3ull; };
+  for (char c : kRuleName) mix(uint8_t(c));
+  for (bool entry : admitted) mix(entry ? 1 : 0);
+  return fmt::format("{}/{}/fnv1a64:{:016x}", kRuleName, DescribeAdmittedSet(admitted), digest);
+}
+
+const std::string& AdmissionRuleVersion() {
+  static const std::string version = AdmissionRuleVersionOf(FoldAdmittedBytes());
+  return version;
+}
+
 std::string LayerAdmission::Describe() const {
   if (admitted) return "admitted";
   std::string text = fmt::format("refused: {} scale byte{} outside the admitted set {}", refused_count,
-                                 refused_count == 1 ? "" : "s", DescribeAdmittedSet());
+                                 refused_count == 1 ? "" : "s", DescribeFoldAdmittedSet());
   if (!refused.empty()) {
     text += fmt::format(", first raw {} at index {}", refused.front().raw, refused.front().index);
   }
@@ -66,6 +85,54 @@ LayerAdmission AdmitLayer(std::span<const uint8_t> scale_bytes, size_t max_repor
     if (verdict.refused.size() < max_reported) verdict.refused.push_back({index, scale_bytes[index]});
   }
   return verdict;
+}
+
+ScaleHistogram HistogramOf(std::span<const uint8_t> scale_bytes) {
+  ScaleHistogram histogram{};
+  for (uint8_t raw : scale_bytes) ++histogram[raw];
+  return histogram;
+}
+
+uint64_t RefusedCount(const ScaleHistogram& histogram) {
+  const std::array<bool, 256>& admitted = FoldAdmittedBytes();
+  uint64_t refused = 0;
+  for (int raw = 0; raw < 256; ++raw) refused += admitted[raw] ? 0 : histogram[raw];
+  return refused;
+}
+
+absl::Status CheckAuditedVerdict(const AuditedLayerVerdict& verdict, int groups, int n, int k,
+                                 std::span<const uint8_t> scale_bytes) {
+  const std::string& rule = AdmissionRuleVersion();
+  if (verdict.rule_version != rule) {
+    return absl::FailedPreconditionError(
+        fmt::format("audit verdict for layer '{}' is stale: made under admission rule '{}', this build's rule is "
+                    "'{}'; audit the checkpoint again",
+                    verdict.layer, verdict.rule_version, rule));
+  }
+  if (verdict.groups != groups || verdict.n != n || verdict.k != k) {
+    return absl::InvalidArgumentError(
+        fmt::format("audit verdict for layer '{}' is for groups {} x N {} x K {}, the layer being prepared is "
+                    "{} x {} x {}",
+                    verdict.layer, verdict.groups, verdict.n, verdict.k, groups, n, k));
+  }
+  const ScaleHistogram histogram = HistogramOf(scale_bytes);
+  if (histogram != verdict.histogram) {
+    int raw = 0;
+    while (histogram[raw] == verdict.histogram[raw]) ++raw;
+    return absl::InvalidArgumentError(
+        fmt::format("audit verdict for layer '{}' does not describe these scale bytes: it counts {} bytes of raw "
+                    "{}, the layer has {}",
+                    verdict.layer, verdict.histogram[raw], raw, histogram[raw]));
+  }
+  const uint64_t refused = RefusedCount(histogram);
+  if (verdict.admitted != (refused == 0)) {
+    return absl::InvalidArgumentError(
+        fmt::format("audit verdict for layer '{}' contradicts the admission rule: it says {}, the rule gives {} "
+                    "({} scale bytes outside {})",
+                    verdict.layer, verdict.admitted ? "admitted" : "refused", refused == 0 ? "admitted" : "refused",
+                    refused, DescribeFoldAdmittedSet()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace mxdiff

@@ -1,7 +1,7 @@
 // fp16 / fp32 bit helpers shared by host and device. Values travel as raw bits (uint16_t,
 // uint32_t) so that no platform's half type, NaN payload or flush rule leaks into the
 // oracle. The one hardware-specific rule lives here: every NaN result is the canonical
-// 0x7FFF (fp16) or 0x7FFFFFFF (fp32), as the H200 produces it (FACTS.md §3, §5).
+// 0x7FFF (fp16) or 0x7FFFFFFF (fp32), as the H200 produces it (docs/numerics.md: the ordinary transform, §5).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The reference GEMM (FACTS.md §6): per output element and split, an accumulator from +0
+// The reference GEMM (docs/numerics.md: reduction order): per output element and split, an accumulator from +0
 // stepping over ascending k four at a time; splits reduced serially in order; the last fp32
 // value rounded to fp16. The scalar path below is the definition; gemm_fast_avx2.cc computes
 // the same bits eight columns at a time.

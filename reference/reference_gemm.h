@@ -1,5 +1,5 @@
 // The reference grouped GEMM: the oracle. Output bits are exactly what the kernel writes for
-// the given transform, model and split partition (FACTS.md §6): per split, an accumulator
+// the given transform, model and split partition (docs/numerics.md: reduction order): per split, an accumulator
 // from +0 stepping over ascending k four at a time; splits reduced serially in order with
 // fp32 adds; the last fp32 value rounded to fp16 (nearest even, canonical NaN).
 #pragma once

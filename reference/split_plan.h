@@ -1,4 +1,4 @@
-// The split-K reduction plan (FACTS.md §6), shared by the reference and the kernels: for one
+// The split-K reduction plan (docs/numerics.md: reduction order), shared by the reference and the kernels: for one
 // output element the bits depend on this partition alone, so both compute it from here.
 //
 // K is cut into chunks of lcm(32, cta_k); the last chunk may be partial (K is a multiple of

@@ -1,5 +1,5 @@
 // Arithmetic models of one m8n8k4 step: d = c + a0*b0 + a1*b1 + a2*b2 + a3*b3 with fp16
-// a, b and fp32 c, d (FACTS.md §5). Each model is one implementation file; the reference
+// a, b and fp32 c, d (docs/numerics.md: one m8n8k4 step). Each model is one implementation file; the reference
 // GEMM takes the model as a parameter so the oracle follows the device under test.
 #pragma once
 

@@ -1,4 +1,4 @@
-// sm90-emulated and its FTZ flavour (FACTS.md §5): nvcc 13 emulates the m8n8k4 step with
+// sm90-emulated and its FTZ flavour (docs/numerics.md: one m8n8k4 step): nvcc 13 emulates the m8n8k4 step with
 //   d = c + fma(a3,b3, fma(a2,b2, fma(a1,b1, fma(a0,b0, +0))))
 // in IEEE fp32, round to nearest even. A product of two fp16 values is exact in fp32 (at most
 // 22 significant bits, magnitude within [2^-48, 2^32]), so fma(a, b, t) equals the single

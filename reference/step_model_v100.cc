@@ -10,7 +10,7 @@
 //      exponents (a product whose significand reaches [2, 4) keeps one bit more than
 //      "23 bits below its own leading bit": the published model's extra alignment bit);
 //   4. the truncated terms are summed exactly and the sum truncated toward zero to fp32.
-// Measured on shared/vectors/v100_hmma884_f32.csv: 2500 of 2500 rows match.
+// Measured on tests/vectors/v100_hmma884_f32.csv: 2500 of 2500 rows match.
 //
 // Decisions where the recorded vectors say nothing (as the published model does):
 //   - NaN in, or Inf x 0: NaN (canonical 0x7FFFFFFF); +Inf and -Inf terms together: NaN;

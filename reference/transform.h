@@ -1,4 +1,4 @@
-// The two dequant transforms of the SM70 MXFP4 path (FACTS.md §2-4), the single definition
+// The two dequant transforms of the SM70 MXFP4 path (docs/numerics.md: formats and transforms), the single definition
 // that the CPU reference and the CUDA kernels both compile.
 //
 // A scale byte is prepared once per layer into fp16 scale bits (`prepared_scale`); the kernel

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "fmt/core.h"
 #include "reference/fp16.h"
@@ -130,10 +129,35 @@ absl::StatusOr<VectorFile> ReadVectorFile(const std::string& path) {
     const std::string message = fmt::format("{}: cannot open: {}", path, std::strerror(error_number));
     return error_number == ENOENT ? absl::NotFoundError(message) : absl::PermissionDeniedError(message);
   }
-  std::ostringstream contents;
-  contents << in.rdbuf();
+  // Bounded reads: a device such as /dev/zero (no newline, no end) or a huge file that is not a
+  // vectors file is rejected after at most kMaxVectorLineBytes / kMaxVectorFileBytes, instead of
+  // exhausting memory.
+  std::string contents;
+  size_t line_start = 0;
+  int line_number = 1;
+  char buffer[1 << 16];
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    const size_t got = size_t(in.gcount());
+    if (got == 0) break;
+    if (contents.size() + got > kMaxVectorFileBytes) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: larger than {} MiB: not a vectors file", path, kMaxVectorFileBytes >> 20));
+    }
+    const size_t scanned = contents.size();
+    contents.append(buffer, got);
+    for (size_t i = scanned; i < contents.size(); ++i) {
+      if (contents[i] != '\n') continue;
+      line_start = i + 1;
+      ++line_number;
+    }
+    if (contents.size() - line_start > kMaxVectorLineBytes) {
+      return absl::InvalidArgumentError(fmt::format("{}:{}: line longer than {} KiB: not a vectors file", path,
+                                                    line_number, kMaxVectorLineBytes >> 10));
+    }
+  }
   if (in.bad()) return absl::DataLossError(fmt::format("{}: read error", path));
-  return ParseVectorFile(contents.str(), path);
+  return ParseVectorFile(contents, path);
 }
 
 std::string FormatVectorRow(const VectorRow& row) {

@@ -1,10 +1,11 @@
-// Hardware-recorded step vectors (shared/vectors/README.md): one CSV row per output element of
+// Hardware-recorded step vectors (tests/vectors/README.md): one CSV row per output element of
 // a chain of m8n8k4 steps, columns a0..a(K-1), b0..b(K-1) as fp16 bits, then c and d as fp32
 // bits, lowercase hex without 0x; K a multiple of 4, the same for every row of a file. Lines
 // starting with '#' are comments. `mxdiff vectors` checks these files and `mxdiff calibrate`
 // writes them, both through this one parser and writer.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,7 +34,11 @@ struct VectorFile {
 
 // Errors are InvalidArgument "name:line: what" (malformed hex, wrong column count, K not a
 // multiple of 4, K differing from the first row's); NotFound / PermissionDenied-style errors
-// from reading name the path.
+// from reading name the path. ReadVectorFile rejects a directory, a line longer than
+// kMaxVectorLineBytes and a file larger than kMaxVectorFileBytes (InvalidArgument) without
+// reading further, so /dev/zero or a stray binary fails fast instead of exhausting memory.
+inline constexpr size_t kMaxVectorLineBytes = size_t(1) << 20;  // a K = 4096 row is ~41 KB
+inline constexpr size_t kMaxVectorFileBytes = size_t(1) << 28;
 absl::StatusOr<VectorFile> ParseVectorFile(std::string_view text, std::string_view name);
 absl::StatusOr<VectorFile> ReadVectorFile(const std::string& path);
 

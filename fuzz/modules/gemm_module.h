@@ -40,6 +40,10 @@ class GemmModule {
   // with ExpectedRoute's.
   virtual absl::StatusOr<Route> Run(const FuzzCase& fuzz_case, const Tactic& tactic, std::span<uint16_t> output) = 0;
 
+  // The same tactic launched in another tile order (bits must not change), for the
+  // determinism rerun; nullopt where the module has no other order.
+  virtual std::optional<Tactic> ReorderedTactic(const Tactic&) const { return std::nullopt; }
+
   // After each case: device health (a sticky CUDA error becomes a finding here).
   virtual absl::Status CheckHealth() { return absl::OkStatus(); }
 };

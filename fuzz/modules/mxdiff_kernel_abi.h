@@ -13,9 +13,9 @@
  *   output       rows x n fp16 bits, row-major; the caller fills it with a poison pattern first,
  *                so an element the kernel does not write is detected
  *
- * `transform` says which dequantization the caller expects (0 ordinary, 1 folded: FACTS.md
- * §3-4), `cta_k` and `splits` the split-K partition the result must follow (FACTS.md §6,
- * reference/split_plan.h), `step_model` the arithmetic (reference/step_model.h: 0 v100,
+ * `transform` says which dequantization the caller expects (0 ordinary, 1 folded:
+ * docs/numerics.md, transforms), `cta_k` and `splits` the split-K partition the result must follow
+ * (docs/numerics.md, reduction order; reference/split_plan.h), `step_model` the arithmetic (reference/step_model.h: 0 v100,
  * 1 sm90-emulated, 2 sm90-emulated-ftz, 3 exact). A kernel that cannot honour a request returns
  * MXDIFF_KERNEL_UNSUPPORTED: that is not a finding. MXDIFF_KERNEL_FAILED is one, as is any
  * output bit that differs from the reference.

@@ -1,13 +1,14 @@
-// The GPU side of fuzz_gemm's corpus: after the calibration guard, every corpus/fuzz_gemm file
-// and every fuzz_gemm regression through the ordinary, folded and folded-partial kernel modules.
+// The GPU side of fuzz_gemm's corpus: after the calibration guard, the known cases, every
+// corpus/fuzz_gemm file and every fuzz_gemm regression through the ordinary, folded and
+// folded-partial kernel modules.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
-#include "fuzz/calibration_guard.h"
 #include "fuzz/gemm_differential.h"
-#include "fuzz/modules/kernel_modules.h"
+#include "fuzz/known_cases.h"
+#include "fuzz/modules/module_loader.h"
 #include "gtest/gtest.h"
 
 namespace mxdiff::fuzz {
@@ -16,15 +17,18 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(CorpusGpuReplay, FuzzGemmThroughTheKernels) {
-  absl::StatusOr<std::unique_ptr<GemmRunner>> runner = GemmRunner::Create();
-  if (!runner.ok()) GTEST_SKIP() << "no CUDA device: " << runner.status() << " (the CPU side ran in fuzz_cpu_test)";
-  std::shared_ptr<GemmRunner> shared(std::move(*runner));
-  absl::StatusOr<Calibration> calibration = CalibrateDevice(*shared);
-  ASSERT_TRUE(calibration.ok()) << calibration.status();
-  std::printf("%s", calibration->report.c_str());
-  absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> modules = MakeBuiltinModules(shared, calibration->model);
-  ASSERT_TRUE(modules.ok()) << modules.status();
-  GemmDifferential differential(*std::move(modules));
+  absl::StatusOr<LoadedModules> loaded = LoadBuiltinModules();
+  if (loaded.status().code() == absl::StatusCode::kUnavailable) {
+    GTEST_SKIP() << loaded.status() << " (the CPU side ran in fuzz_cpu_test)";
+  }
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  std::printf("%s", loaded->report.c_str());
+  GemmDifferential differential(std::move(loaded->modules));
+  for (const FuzzCase& known : KnownCases()) {
+    const CheckResult finding = differential.CheckCase(known);
+    EXPECT_FALSE(finding.has_value()) << "known case " << TacticName(known.tactic) << ": " << finding->signature
+                                      << "\n" << finding->description;
+  }
 
   std::vector<fs::path> files;
   for (const char* folder : {"fuzz_gemm", "regressions"}) {

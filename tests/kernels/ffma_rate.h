@@ -1,5 +1,5 @@
 // The device's measured fp32 FMA rate (the benchmark's arithmetic ceiling: sm_90 runs the
-// m8n8k4 steps as FFMA, FACTS.md §5).
+// m8n8k4 steps as FFMA, docs/numerics.md: one m8n8k4 step).
 #pragma once
 
 #include "absl/status/statusor.h"

@@ -1,5 +1,5 @@
 // Output bits of every tactic x variant x split count against the reference under the
-// sm90-emulated step model (FACTS.md §5), on random and real decode shapes.
+// sm90-emulated step model (docs/numerics.md: one m8n8k4 step), on random and real decode shapes.
 #include <map>
 #include <random>
 #include <tuple>
@@ -8,6 +8,7 @@
 #include "fmt/core.h"
 #include "gtest/gtest.h"
 #include "kernels/builtin_kernels.h"
+#include "reference/decode_shapes.h"
 #include "reference/reference_gemm.h"
 #include "reference/split_plan.h"
 #include "tests/kernels/gpu_fixture.h"
@@ -83,18 +84,10 @@ TEST_F(GemmBitsTest, RandomShapesEveryTacticVariantAndSplitCount) {
   }
 }
 
-struct RealShape {
-  const char* name;
-  int n;
-  int k;
-};
-constexpr RealShape kRealShapes[] = {
-    {"W13 PP2xTP4", 1024, 4096}, {"W2 PP2xTP4", 4096, 512}, {"W13 TP8", 512, 4096}, {"W2 TP8", 4096, 256}};
-
 TEST_F(GemmBitsTest, RealDecodeShapesEveryTacticBothVariantsOrdinaryEqualsFolded) {
   std::mt19937_64 rng(TestSeed("GemmBitsTest.RealDecodeShapes"));
-  const std::vector<int> six_rows(6, 1);
-  for (const RealShape& real : kRealShapes) {
+  const std::vector<int> six_rows(kDecodeTopK, 1);
+  for (const DecodeShape& real : kDecodeShapes) {
     const RandomLayer layer = MakeRandomLayer(rng, real.n, real.k, six_rows, ScaleBytes::kAdmitted);
     absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
         runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);

@@ -4,7 +4,8 @@
 // cannot hold them; calls are replayed from a CUDA graph, each variant warmed on its own.
 //
 //   kernel_benchmark [--sets-bytes=BYTES] [--tune]
-// Prints one table; exit 1 on any CUDA or runner error.
+// Prints one table; exit 1 on any CUDA or runner error. Without a usable CUDA device it says so
+// and exits 0 (skipped, like the GPU tests): there is nothing to measure, and nothing failed.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -141,7 +142,12 @@ int Main(int argc, char** argv) {
     }
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a timeout
-  std::unique_ptr<GemmRunner> runner = OrDie(GemmRunner::Create(), "GemmRunner::Create");
+  absl::StatusOr<std::unique_ptr<GemmRunner>> created = GemmRunner::Create();
+  if (!created.ok() && created.status().code() == absl::StatusCode::kUnavailable) {
+    fmt::print("kernel_benchmark: skipped: no usable CUDA device ({})\n", created.status().ToString());
+    return 0;
+  }
+  std::unique_ptr<GemmRunner> runner = OrDie(std::move(created), "GemmRunner::Create");
   const double copy_rate = MeasureCopyBytesPerSecond();
   const double ffma_rate = OrDie(MeasureFfmaPerSecond(), "FFMA rate");
   fmt::print("device {}: copy {:.0f} GB/s (read + write), FFMA {:.1f} T/s\n", runner->DeviceName(),

@@ -2,6 +2,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/builtin_kernels.h"
+#include "kernels/tile_raster.h"
 
 namespace mxdiff {
 namespace {
@@ -91,6 +92,30 @@ TEST(RouteTest, NoOrdinaryKernelIsAnError) {
   absl::StatusOr<Route> route = DecideRoute(BuiltinKernelRegistry(), unbuilt, TransformRequest::kAuto,
                                             FallbackPolicy::kFallback, true, "");
   EXPECT_EQ(route.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The registry is what the launch asks too (gemm_runner.cc), so a tactic it refuses never
+// reaches a kernel, and a route never promises one.
+TEST(RouteTest, TheRegistryDecidesTheSwizzleLimit) {
+  const KernelRegistry builtin = BuiltinKernelRegistry();
+  EXPECT_EQ(builtin.max_swizzle(), kMaxSwizzleLog2);
+  Tactic widest = kTactic;
+  widest.swizzle = kMaxSwizzleLog2;
+  EXPECT_TRUE(builtin.CheckLaunchable(widest, Transform::kFolded).ok());
+  EXPECT_TRUE(DecideRoute(builtin, widest, TransformRequest::kAuto, FallbackPolicy::kFallback, true, "").ok());
+  Tactic too_wide = widest;
+  too_wide.swizzle = kMaxSwizzleLog2 + 1;
+  const absl::Status launch = builtin.CheckLaunchable(too_wide, Transform::kOrdinary);
+  EXPECT_EQ(launch.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(launch.message().find("swizzle"), std::string_view::npos) << launch;
+  absl::StatusOr<Route> route =
+      DecideRoute(builtin, too_wide, TransformRequest::kAuto, FallbackPolicy::kFallback, true, "");
+  EXPECT_EQ(route.status(), launch);
+  // A registry without a swizzle limit (fuzz_dispatch's) takes any valid tactic.
+  KernelRegistry unlimited;
+  unlimited.Add(kTactic, Transform::kOrdinary);
+  too_wide.swizzle = kMaxSwizzleField;
+  EXPECT_TRUE(unlimited.CheckLaunchable(too_wide, Transform::kOrdinary).ok());
 }
 
 TEST(RouteTest, NamesAreStable) {

@@ -1,4 +1,4 @@
-// The reference GEMM on the decode shapes of FACTS.md §7 (6 groups of one row), per model and
+// The reference GEMM on the decode shapes of docs/numerics.md: shapes (6 groups of one row), per model and
 // path, as MAC/s. Not a test: run by hand, e.g.
 //   build-ref/tests/reference/reference_gemm_benchmark --benchmark_filter='Decode/.*'
 #include <random>

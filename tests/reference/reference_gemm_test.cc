@@ -303,7 +303,7 @@ TEST(ReferenceGemmTest, SplitCountChangesBits) {
   options.tactic.splits = 1;
   const std::vector<uint32_t> one = GemmF32(p, options);
   options.tactic.splits = 7;
-  EXPECT_NE(GemmF32(p, options), one) << "FACTS.md §6: the split count changes the bits";
+  EXPECT_NE(GemmF32(p, options), one) << "docs/numerics.md: reduction order: the split count changes the bits";
 }
 
 TEST(ReferenceGemmTest, RejectsBadProblemsAndTactics) {

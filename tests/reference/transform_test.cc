@@ -1,5 +1,5 @@
 // Exhaustive properties of both dequant transforms over all 16 codes x 256 scale bytes, with
-// exact fp16 bits where the transforms leave the MX value (FACTS.md §3-4).
+// exact fp16 bits where the transforms leave the MX value (docs/numerics.md: transforms).
 #include "reference/transform.h"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The V100 model against the hardware-recorded vectors (shared/vectors): 0 mismatches. A missing
+// The V100 model against the hardware-recorded vectors (tests/vectors/): 0 mismatches. A missing
 // file is a failure, never a skip.
 #include <filesystem>
 
@@ -8,11 +8,11 @@
 namespace mxdiff {
 namespace {
 
-constexpr char kV100Vectors[] = MXDIFF_SHARED_DIR "/vectors/v100_hmma884_f32.csv";
+constexpr char kV100Vectors[] = MXDIFF_VECTORS_DIR "/v100_hmma884_f32.csv";
 
 TEST(V100VectorsTest, AllRowsMatchTheV100Model) {
   ASSERT_TRUE(std::filesystem::exists(kV100Vectors))
-      << "missing " << kV100Vectors << ": the shared vectors must sit next to the repository (../shared)";
+      << "missing " << kV100Vectors << " (tests/vectors/ of the repository)";
   absl::StatusOr<VectorFile> file = ReadVectorFile(kV100Vectors);
   ASSERT_TRUE(file.ok()) << file.status();
   ASSERT_EQ(file->rows.size(), 2500u);

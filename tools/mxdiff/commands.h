@@ -1,5 +1,5 @@
-// The `mxdiff` subcommands. Each gets its positional arguments (flags are already parsed by
-// Abseil) and returns the process exit status: 0 success, 1 a check failed, 2 bad input.
+// The `mxdiff` subcommands. Each gets its positional arguments (main.cc has already set the
+// flags its kCommands entry lists) and returns the exit status: 0 success, 1 a check failed, 2 bad input.
 #pragma once
 
 #include <span>
@@ -15,5 +15,7 @@ int VectorsCommand(std::span<const std::string_view> args);         // vectors_c
 int TransformTableCommand(std::span<const std::string_view> args);  // transform_table_command.cc
 int SelfCheckCommand(std::span<const std::string_view> args);       // self_check_command.cc
 int CalibrateCommand(std::span<const std::string_view> args);       // calibrate_command.cc
+int BenchCommand(std::span<const std::string_view> args);           // bench_command.cc
+int AuditCommand(std::span<const std::string_view> args);           // audit_command.cc
 
 }  // namespace mxdiff::cli

@@ -3,31 +3,42 @@
 // for every kernel module available (the builtin kernels where a GPU exists, --external) the
 // first mismatching elements against the reference with the first divergent accumulation
 // step. Exit status: 0 reproduced clean, 1 a mismatch or other finding reproduced, 2 bad input.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/flags/marshalling.h"
+#include "nlohmann/json.hpp"
 #include "fmt/format.h"
 #include "fuzz/case_format.h"
+#include "fuzz/case_minimizer.h"
 #include "fuzz/dispatch_target.h"
 #include "fuzz/findings.h"
 #include "fuzz/gemm_differential.h"
-#include "fuzz/modules/external_module.h"
+#include "fuzz/modules/module_loader.h"
 #include "fuzz/reference_target.h"
 #include "fuzz/transform_target.h"
 #include "reference/admission.h"
 #include "reference/reference_gemm.h"
-#include "tools/repro/kernel_modules.h"
+#include "tools/cli/command_line.h"
+#include "tools/repro/layer_repro.h"
 
 ABSL_FLAG(bool, emit, false, "copy the case into the regressions folder as <target>.<signature>.<hash>.case");
 ABSL_FLAG(std::string, regressions, MXDIFF_REGRESSIONS_DIR, "the folder --emit writes into");
 ABSL_FLAG(std::string, external, "", "also run this external kernel library (fuzz/modules/mxdiff_kernel_abi.h)");
 ABSL_FLAG(int, show, 8, "mismatching elements printed per module");
+ABSL_FLAG(std::vector<std::string>, modules, {}, "only these kernel modules (fuzz/README.md: choosing modules)");
+ABSL_FLAG(std::vector<std::string>, disable_modules, {}, "all kernel modules but these");
+ABSL_FLAG(bool, json, false, "print the verdict as JSON on stdout (the readable text goes to stderr)");
+ABSL_FLAG(bool, minimize, false, "shrink the case while its first finding keeps its signature; write FILE.min");
+ABSL_FLAG(int, minimize_evaluations, 400, "at most this many candidate cases with --minimize");
 
 namespace mxdiff::repro {
 namespace {
@@ -39,7 +50,12 @@ constexpr int kExitBadInput = 2;
 struct TargetFinding {
   std::string target;
   fuzz::Finding finding;
+  std::string check;   // fuzz_gemm's named check
+  std::string module;
 };
+
+// Human text: stdout, or stderr with --json (stdout then holds the verdict alone).
+std::FILE* text = stdout;
 
 std::string Bits16(uint16_t bits) { return fmt::format("0x{:04x} ({})", bits, f16_to_f32(bits)); }
 std::string Bits32(uint32_t bits) { return fmt::format("0x{:08x} ({})", bits, bits_to_f32(bits)); }
@@ -49,109 +65,291 @@ std::string StepText(const TraceStep& step) {
                     : fmt::format("split {} k {}..{}", step.split, step.k, step.k + 3);
 }
 
-// Which arithmetic (or transform) reproduces the kernel's bits, and where its trace leaves the
-// reference's.
-void ExplainElement(const fuzz::FuzzCase& c, Transform transform, StepModel model, const Tactic& tactic, int row,
-                    int column, uint16_t kernel_bits) {
+// How far apart two fp16 results are, in words: NaN against NaN differs only in the payload
+// (an ulp distance means nothing there), NaN against a number is not a distance either.
+std::string Distance(uint16_t kernel, uint16_t reference) {
+  if (f16_is_nan(kernel) && f16_is_nan(reference)) return "NaN payload difference (both NaN)";
+  if (f16_is_nan(kernel) != f16_is_nan(reference)) return "NaN against a number";
+  return fmt::format("{} ulp", fuzz::F16UlpDistance(kernel, reference));
+}
+
+struct Arithmetic {
+  Transform transform;
+  StepModel model;
+  size_t reproduced = 0;  // of the module's mismatching elements, how many it gives bit for bit
+};
+
+// Every arithmetic (transform x step model) other than the reference's, ranked by how many of the
+// kernel's mismatching elements it reproduces bit for bit, ties broken toward the model the module
+// follows (the case's own for an external kernel), then the case's model field, then the same
+// transform. Several models often agree on an element (v100 and exact differ only where truncation
+// shows), so the whole output decides, and every arithmetic that reproduces anything is listed.
+std::vector<Arithmetic> ReproducingArithmetics(const fuzz::FuzzCase& c, Transform transform, StepModel model,
+                                               const Tactic& tactic, std::span<const uint16_t> output,
+                                               std::span<const size_t> mismatches) {
+  std::vector<Arithmetic> found;
+  for (Transform t : {Transform::kOrdinary, Transform::kFolded}) {
+    for (StepModel m : kAllStepModels) {
+      if (t == transform && m == model) continue;
+      ReferenceOptions options;
+      options.transform = t;
+      options.model = m;
+      options.tactic = tactic;
+      std::vector<uint16_t> other;
+      if (!ReferenceGemm(c.Problem(), options, other).ok()) continue;
+      Arithmetic a{t, m};
+      for (size_t i : mismatches) a.reproduced += other[i] == output[i] ? 1 : 0;
+      if (a.reproduced > 0) found.push_back(a);
+    }
+  }
+  auto preference = [&](const Arithmetic& a) {
+    return (a.model == model ? 0 : a.model == c.model ? 2 : 4) + (a.transform == transform ? 0 : 1);
+  };
+  std::stable_sort(found.begin(), found.end(), [&](const Arithmetic& a, const Arithmetic& b) {
+    return a.reproduced != b.reproduced ? a.reproduced > b.reproduced : preference(a) < preference(b);
+  });
+  return found;
+}
+
+std::string ArithmeticName(const Arithmetic& a, StepModel module_model, StepModel case_model) {
+  std::string text = fmt::format("{} under {}", TransformName(a.transform), StepModelName(a.model));
+  if (a.model == module_model) text += " (the module's model)";
+  else if (a.model == case_model) text += " (the case's model)";
+  return text;
+}
+
+// Where the best reproducing arithmetic's trace of one element leaves the reference's.
+void ExplainElement(const fuzz::FuzzCase& c, const Arithmetic& reference_arithmetic, const Arithmetic* best,
+                    StepModel module_model, const Tactic& tactic, int row, int column, uint16_t kernel_bits,
+                    uint16_t reference_bits) {
+  if (f16_is_nan(kernel_bits) && f16_is_nan(reference_bits)) {
+    fmt::print(text, "    both are NaN: the kernel's payload is 0x{:04x}, the reference's 0x{:04x}; every model gives the "
+               "canonical NaN, so the kernel writes a NaN no model writes\n",
+               kernel_bits, reference_bits);
+    return;
+  }
   ReferenceOptions options;
-  options.transform = transform;
-  options.model = model;
+  options.transform = reference_arithmetic.transform;
+  options.model = reference_arithmetic.model;
   options.tactic = tactic;
   const absl::StatusOr<ElementTrace> reference = TraceElement(c.Problem(), options, row, column);
   if (!reference.ok()) {
-    fmt::print("    trace unavailable: {}\n", reference.status().ToString());
+    fmt::print(text, "    trace unavailable: {}\n", reference.status().ToString());
     return;
   }
-  for (Transform t : {transform, transform == Transform::kOrdinary ? Transform::kFolded : Transform::kOrdinary}) {
-    for (StepModel m : kAllStepModels) {
-      if (t == transform && m == model) continue;
-      options.transform = t;
-      options.model = m;
-      const absl::StatusOr<ElementTrace> other = TraceElement(c.Problem(), options, row, column);
-      if (!other.ok() || other->result_f16 != kernel_bits) continue;
-      fmt::print("    the kernel's value is what the {} transform under the {} model gives\n", TransformName(t),
-                 StepModelName(m));
-      for (size_t i = 0; i < reference->steps.size() && i < other->steps.size(); ++i) {
-        if (reference->steps[i].accumulator == other->steps[i].accumulator) continue;
-        fmt::print("    first divergent accumulation step: {}: reference {} vs {} {}\n", StepText(reference->steps[i]),
-                   Bits32(reference->steps[i].accumulator), StepModelName(m), Bits32(other->steps[i].accumulator));
-        return;
-      }
-      fmt::print("    (the traces differ only in the final rounding)\n");
-      return;
+  absl::StatusOr<ElementTrace> other = absl::NotFoundError("no arithmetic");
+  if (best != nullptr) {
+    options.transform = best->transform;
+    options.model = best->model;
+    other = TraceElement(c.Problem(), options, row, column);
+  }
+  if (!other.ok() || other->result_f16 != kernel_bits) {
+    fmt::print(text, "    no step model and no transform reproduces {} here; the reference's last steps:\n",
+               Bits16(kernel_bits));
+    const size_t first = reference->steps.size() > 3 ? reference->steps.size() - 3 : 0;
+    for (size_t i = first; i < reference->steps.size(); ++i) {
+      fmt::print(text, "      {}: {}\n", StepText(reference->steps[i]), Bits32(reference->steps[i].accumulator));
     }
+    return;
   }
-  fmt::print("    no step model and no transform reproduces {}; the reference's last steps:\n", Bits16(kernel_bits));
-  const size_t first = reference->steps.size() > 3 ? reference->steps.size() - 3 : 0;
-  for (size_t i = first; i < reference->steps.size(); ++i) {
-    fmt::print("      {}: {}\n", StepText(reference->steps[i]), Bits32(reference->steps[i].accumulator));
+  const std::string name = ArithmeticName(*best, module_model, c.model);
+  for (size_t i = 0; i < reference->steps.size() && i < other->steps.size(); ++i) {
+    if (reference->steps[i].accumulator == other->steps[i].accumulator) continue;
+    fmt::print(text, "    first divergent accumulation step, against {}: {}: reference {} vs {}\n", name,
+               StepText(reference->steps[i]), Bits32(reference->steps[i].accumulator),
+               Bits32(other->steps[i].accumulator));
+    return;
   }
+  fmt::print(text, "    against {}: the traces differ only in the final rounding\n", name);
 }
 
-void CompareModule(fuzz::GemmModule& module, const fuzz::FuzzCase& c, int show) {
-  const Tactic tactic = module.MapTactic(c);
-  const StepModel model = module.model().value_or(c.model);
-  const absl::StatusOr<Route> expected = module.ExpectedRoute(c, tactic);
-  std::vector<uint16_t> output(size_t(c.rows()) * size_t(c.n), fuzz::kOutputPoison);
-  const absl::StatusOr<Route> route = module.Run(c, tactic, output);
-  fmt::print("\nmodule {} (tactic {}, model {}):\n", module.name(), TacticName(tactic), StepModelName(model));
-  fmt::print("  route expected: {}\n",
-             expected.ok() ? fmt::format("{} ({})", TransformName(expected->variant), RouteReasonName(expected->reason))
-                           : expected.status().ToString());
-  if (!route.ok()) {
-    fmt::print("  run: {}\n", route.status().ToString());
+// Explains the bits the named checks judged: the module's own run, never a second one.
+void ExplainRun(const fuzz::ModuleRun& run, const fuzz::FuzzCase& c, int show) {
+  const StepModel model = run.model;
+  fmt::print(text, "\nmodule {} (tactic {}, model {}):\n", run.module, TacticName(run.tactic), StepModelName(model));
+  fmt::print(text, "  route expected: {}\n",
+             run.expected.ok() ? fmt::format("{} ({})", TransformName(run.expected->variant),
+                                             RouteReasonName(run.expected->reason))
+                               : run.expected.status().ToString());
+  if (run.unsupported) {
+    fmt::print(text, "  the module does not support this case (not a finding)\n");
     return;
   }
-  fmt::print("  route taken:    {} ({}) {}\n", TransformName(route->variant), RouteReasonName(route->reason),
+  if (!run.route.ok()) {
+    fmt::print(text, "  run: {}\n", run.route.status().ToString());
+    return;
+  }
+  const absl::StatusOr<Route>& route = run.route;
+  fmt::print(text, "  route taken:    {} ({}) {}\n", TransformName(route->variant), RouteReasonName(route->reason),
              route->detail);
-  ReferenceOptions options;
-  options.transform = route->variant;
-  options.model = model;
-  options.tactic = route->tactic;
-  std::vector<uint16_t> reference;
-  if (absl::Status status = ReferenceGemm(c.Problem(), options, reference); !status.ok()) {
-    fmt::print("  reference: {}\n", status.ToString());
+  if (run.reference.empty() && !run.output.empty()) {
+    fmt::print(text, "  (not compared: an earlier check of this module found something)\n");
     return;
   }
-  size_t mismatches = 0;
+  const std::vector<uint16_t>& output = run.output;
+  const std::vector<uint16_t>& reference = run.reference;
+  std::vector<size_t> mismatches;
   for (size_t i = 0; i < output.size(); ++i) {
-    if (output[i] == reference[i]) continue;
-    const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
-    if (int(mismatches) < show) {
-      fmt::print("  mismatch [{}][{}] (index {}): kernel {} reference {} {} ulp, scales {}\n", row, column, i,
-                 Bits16(output[i]), Bits16(reference[i]), fuzz::F16UlpDistance(output[i], reference[i]),
-                 fuzz::ScaleClassOfColumn(c, row, column));
-      if (mismatches == 0) ExplainElement(c, route->variant, model, route->tactic, row, column, output[i]);
-    }
-    ++mismatches;
+    if (output[i] != reference[i]) mismatches.push_back(i);
   }
-  fmt::print("  {} of {} elements differ from the reference\n", mismatches, output.size());
+  fmt::print(text, "  {} of {} elements differ from the reference ({} {})\n", mismatches.size(), output.size(),
+             TransformName(route->variant), StepModelName(model));
+  if (mismatches.empty()) return;
+  const std::vector<Arithmetic> reproducing =
+      ReproducingArithmetics(c, route->variant, model, route->tactic, output, mismatches);
+  if (reproducing.empty()) {
+    fmt::print(text, "  no other step model or transform reproduces any of them\n");
+  } else {
+    fmt::print(text, "  other arithmetics that reproduce the kernel's bits:\n");
+    for (const Arithmetic& a : reproducing) {
+      fmt::print(text, "    {}: {} of the {} mismatching elements\n", ArithmeticName(a, model, c.model), a.reproduced,
+                 mismatches.size());
+    }
+  }
+  for (size_t shown = 0; shown < mismatches.size() && int(shown) < show; ++shown) {
+    const size_t i = mismatches[shown];
+    const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
+    fmt::print(text, "  mismatch [{}][{}] (index {}): kernel {} reference {} {}, scales {}\n", row, column, i,
+               Bits16(output[i]), Bits16(reference[i]), Distance(output[i], reference[i]),
+               fuzz::ScaleClassOfColumn(c, row, column));
+    if (shown == 0) {
+      ExplainElement(c, Arithmetic{route->variant, model}, reproducing.empty() ? nullptr : &reproducing.front(),
+                     model, route->tactic, row, column, output[i], reference[i]);
+    }
+  }
 }
 
 std::string TargetFromFileName(const std::string& path) {
   const std::string name = std::filesystem::path(path).filename().string();
-  for (const char* target : {"fuzz_transform", "fuzz_dispatch", "fuzz_reference", "fuzz_gemm"}) {
-    if (name.rfind(std::string(target) + ".", 0) == 0) return target;
+  std::string_view targets = MXDIFF_FUZZ_TARGET_LIST;  // fuzz/targets.txt
+  while (!targets.empty()) {
+    const std::string_view target = targets.substr(0, targets.find(','));
+    if (name.rfind(std::string(target) + ".", 0) == 0) return std::string(target);
+    targets.remove_prefix(std::min(targets.size(), target.size() + 1));
   }
   return "fuzz_gemm";
 }
 
-int Run(const std::string& path) {
+// At most fuzz::MaxEncodedSize() + 1 bytes are read, so /dev/zero or a huge file is rejected at once.
+absl::StatusOr<std::vector<uint8_t>> ReadCaseFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(fmt::format("{} is a directory, not a case file", path));
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    fmt::print(stderr, "repro: cannot read {}\n", path);
+  if (!in) return absl::NotFoundError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  const size_t limit = fuzz::MaxEncodedSize();
+  std::vector<uint8_t> bytes(limit + 1);
+  size_t size = 0;
+  while (size < bytes.size() && in) {
+    in.read(reinterpret_cast<char*>(bytes.data() + size), std::streamsize(bytes.size() - size));
+    size += size_t(in.gcount());
+  }
+  if (in.bad()) return absl::DataLossError(fmt::format("cannot read {}: read error", path));
+  if (size > limit) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} is not a valid case: larger than any case can be ({} bytes at most)", path, limit));
+  }
+  bytes.resize(size);
+  return bytes;
+}
+
+// Everything the flags ask for is checked before the case runs: no work is done for a command
+// line that cannot finish.
+absl::Status ValidateFlags() {
+  if (absl::GetFlag(FLAGS_show) < 0) {
+    return absl::InvalidArgumentError(fmt::format("--show={} must be >= 0", absl::GetFlag(FLAGS_show)));
+  }
+  if (absl::GetFlag(FLAGS_emit)) {
+    const std::string dir = absl::GetFlag(FLAGS_regressions);
+    std::error_code error;
+    if (!std::filesystem::is_directory(dir, error)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--emit: the regressions folder {} {}; create it first (repro writes only into an existing folder)", dir,
+          std::filesystem::exists(dir, error) ? "is not a directory" : "does not exist"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The finding's signature, recomputed on another case by the check that found it.
+std::optional<std::string> SignatureOf(const TargetFinding& finding, const fuzz::FuzzCase& c,
+                                       fuzz::GemmDifferential& differential) {
+  fuzz::CheckResult again;
+  if (finding.target == "fuzz_transform") again = fuzz::CheckTransformCase(c);
+  else if (finding.target == "fuzz_dispatch") again = fuzz::CheckDispatchCase(c);
+  else if (finding.target == "fuzz_reference") again = fuzz::CheckReferenceCase(c);
+  else if (const fuzz::CheckVerdict* first = differential.Evaluate(c).FirstFinding()) again = first->finding;
+  if (!again) return std::nullopt;
+  return again->signature;
+}
+
+int Minimize(const std::string& path, const fuzz::FuzzCase& c, const TargetFinding& finding,
+             fuzz::GemmDifferential& differential) {
+  fuzz::MinimizeOptions options;
+  options.max_evaluations = absl::GetFlag(FLAGS_minimize_evaluations);
+  const fuzz::MinimizeResult result = fuzz::MinimizeCase(
+      c, [&](const fuzz::FuzzCase& candidate) { return SignatureOf(finding, candidate, differential) == finding.finding.signature; },
+      options);
+  absl::StatusOr<std::vector<uint8_t>> bytes = fuzz::EncodeCase(result.minimized);
+  const std::string out = path + ".min";
+  if (bytes.ok()) {
+    std::ofstream file(out, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(bytes->data()), std::streamsize(bytes->size()));
+    if (!file) bytes = absl::PermissionDeniedError(fmt::format("cannot write {}", out));
+  }
+  if (!bytes.ok()) {
+    fmt::print(stderr, "repro: --minimize: {}\n", bytes.status().ToString());
     return kExitBadInput;
   }
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fmt::print(text, "\nminimized (signature {} kept; {} edits of {} candidates{}): {}\n{}", finding.finding.signature,
+             result.accepted, result.evaluations, result.exhausted ? ", budget spent" : "", out,
+             fuzz::DescribeCase(result.minimized));
+  return kExitClean;
+}
+
+// repro --json: tools/repro/README.md documents the fields.
+void PrintJsonVerdict(const std::string& path, const fuzz::CaseEvaluation& evaluation,
+                      const std::vector<TargetFinding>& findings, int status) {
+  nlohmann::json verdict = {{"file", path}, {"exit_status", status}, {"reproduced", !findings.empty()}};
+  verdict["findings"] = nlohmann::json::array();
+  for (const TargetFinding& f : findings) {
+    verdict["findings"].push_back({{"target", f.target}, {"check", f.check}, {"module", f.module},
+                                   {"signature", f.finding.signature}, {"description", f.finding.description}});
+  }
+  verdict["checks"] = nlohmann::json::array();
+  for (const fuzz::CheckVerdict& v : evaluation.verdicts) {
+    verdict["checks"].push_back({{"check", std::string(v.check)}, {"module", v.module},
+                                 {"passed", !v.finding.has_value()},
+                                 {"signature", v.finding ? v.finding->signature : ""}});
+  }
+  fmt::print("{}\n", verdict.dump(2));
+}
+
+int Run(const std::string& path) {
+  if (absl::GetFlag(FLAGS_json)) text = stderr;
+  if (absl::Status status = ValidateFlags(); !status.ok()) {
+    fmt::print(stderr, "repro: {}\n", std::string(status.message()));
+    return kExitBadInput;
+  }
+  const absl::StatusOr<std::vector<uint8_t>> read = ReadCaseFile(path);
+  if (!read.ok()) {
+    fmt::print(stderr, "repro: {}\n", std::string(read.status().message()));
+    return kExitBadInput;
+  }
+  const std::vector<uint8_t>& bytes = *read;
+  if (IsLayerCase(bytes)) {  // a fuzz_layer case (tools/repro/layer_repro.h)
+    return ReproLayerCase(path, bytes, absl::GetFlag(FLAGS_emit), absl::GetFlag(FLAGS_regressions));
+  }
   absl::StatusOr<fuzz::FuzzCase> decoded = fuzz::DecodeCase(bytes);
   if (!decoded.ok()) {
     fmt::print(stderr, "repro: {} is not a valid case: {}\n", path, decoded.status().ToString());
     return kExitBadInput;
   }
   const fuzz::FuzzCase& c = *decoded;
-  fmt::print("{}\n{}", path, fuzz::DescribeCase(c));
+  fmt::print(text, "{}\n{}", path, fuzz::DescribeCase(c));
   const LayerAdmission admission = AdmitLayer(c.scale_bytes);
-  fmt::print("  admission: {}\n\n", admission.Describe());
+  fmt::print(text, "  admission: {}\n\n", admission.Describe());
 
   std::vector<TargetFinding> findings;
   const std::pair<const char*, fuzz::CheckResult (*)(const fuzz::FuzzCase&)> cpu_targets[] = {
@@ -161,40 +359,48 @@ int Run(const std::string& path) {
   };
   for (const auto& [target, check] : cpu_targets) {
     const fuzz::CheckResult finding = check(c);
-    fmt::print("{:<15} {}\n", target, finding ? "FINDING " + finding->signature + "\n  " + finding->description : "ok");
+    fmt::print(text, "{:<15} {}\n", target, finding ? "FINDING " + finding->signature + "\n  " + finding->description : "ok");
     if (finding) findings.push_back({target, *finding});
   }
   if (!c.registry.empty()) {
     const absl::StatusOr<Route> route =
         DecideRoute(c.Registry(), c.tactic, c.request, c.policy, admission.admitted, admission.Describe());
-    fmt::print("route over the case's registry: {}\n",
+    fmt::print(text, "route over the case's registry: {}\n",
                route.ok() ? fmt::format("{} ({}) {}", TransformName(route->variant), RouteReasonName(route->reason),
                                         route->detail)
                           : route.status().ToString());
   }
 
-  GpuModules gpu = LoadGpuModules();
-  fmt::print("\n{}\n", gpu.note);
-  if (gpu.calibration_failed) findings.push_back({"fuzz_gemm", {"calibration/failed", gpu.note}});
-  if (const std::string library = absl::GetFlag(FLAGS_external); !library.empty()) {
-    absl::StatusOr<std::unique_ptr<fuzz::GemmModule>> external = fuzz::LoadExternalModule(library);
-    if (!external.ok()) {
-      fmt::print(stderr, "repro: {}\n", external.status().ToString());
-      return kExitBadInput;
-    }
-    gpu.modules.push_back(*std::move(external));
+  fuzz::ModuleSelection selection{absl::GetFlag(FLAGS_modules), absl::GetFlag(FLAGS_disable_modules),
+                                  absl::GetFlag(FLAGS_external)};
+  absl::StatusOr<fuzz::LoadedModules> loaded = fuzz::LoadModules(selection);
+  if (!loaded.ok() && loaded.status().code() == absl::StatusCode::kFailedPrecondition) {
+    // The device matches no step model: nothing it computes can be judged (a finding of its own).
+    findings.push_back({"fuzz_gemm", {"calibration/no-model", std::string(loaded.status().message())}});
+    loaded = fuzz::LoadedModules{{}, std::string(loaded.status().message()) + "\n"};
   }
-  fuzz::GemmDifferential differential(std::move(gpu.modules));
-  const fuzz::CheckResult gemm_finding = differential.CheckCase(c);
-  fmt::print("fuzz_gemm       {}{}\n", gemm_finding ? "FINDING " + gemm_finding->signature + "\n  " +
-                                                          gemm_finding->description
-                                                    : "ok",
+  if (!loaded.ok()) {
+    fmt::print(stderr, "repro: {}\n", loaded.status().ToString());
+    return kExitBadInput;
+  }
+  fmt::print(text, "\n{}", loaded->report);
+  fuzz::GemmDifferential differential(std::move(loaded->modules));
+  const fuzz::CaseEvaluation evaluation = differential.Evaluate(c);
+  fmt::print(text, "fuzz_gemm checks{}:\n",
              differential.modules().empty() ? " (CPU side only: the reference against itself)" : "");
-  if (gemm_finding) findings.push_back({"fuzz_gemm", *gemm_finding});
-  for (const std::unique_ptr<fuzz::GemmModule>& module : differential.modules()) {
-    CompareModule(*module, c, absl::GetFlag(FLAGS_show));
+  for (const fuzz::CheckVerdict& verdict : evaluation.verdicts) {
+    fmt::print(text, "  {:<13} {:<16} {}\n", verdict.check, verdict.module,
+               verdict.finding ? "FINDING " + verdict.finding->signature + "\n    " + verdict.finding->description
+                               : "ok");
   }
+  if (const fuzz::CheckVerdict* first = evaluation.FirstFinding()) {
+    findings.push_back({"fuzz_gemm", *first->finding, std::string(first->check), first->module});
+  }
+  for (const fuzz::ModuleRun& run : evaluation.runs) ExplainRun(run, c, absl::GetFlag(FLAGS_show));
 
+  if (absl::GetFlag(FLAGS_minimize) && !findings.empty()) {
+    if (int status = Minimize(path, c, findings.front(), differential); status != kExitClean) return status;
+  }
   if (absl::GetFlag(FLAGS_emit)) {
     const std::string target = findings.empty() ? TargetFromFileName(path) : findings.front().target;
     const fuzz::Finding finding = findings.empty() ? fuzz::Finding{"clean", ""} : findings.front().finding;
@@ -206,23 +412,40 @@ int Run(const std::string& path) {
     }
     // The regression folder holds cases only; the description is in the finding's own .txt.
     std::filesystem::remove(written->substr(0, written->size() - 5) + ".txt");
-    fmt::print("\nemitted {}\n", *written);
+    fmt::print(text, "\nemitted {}\n", *written);
   }
-  fmt::print("\n{}\n", findings.empty() ? "reproduced clean" : fmt::format("{} finding(s) reproduced", findings.size()));
-  return findings.empty() ? kExitClean : kExitReproduced;
+  fmt::print(text, "\n{}\n", findings.empty() ? "reproduced clean" : fmt::format("{} finding(s) reproduced", findings.size()));
+  const int status = findings.empty() ? kExitClean : kExitReproduced;
+  if (absl::GetFlag(FLAGS_json)) PrintJsonVerdict(path, evaluation, findings, status);
+  return status;
 }
 
 }  // namespace
 }  // namespace mxdiff::repro
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "repro FILE [--emit] [--external=LIB.so]: replays a fuzz case and explains it.\n"
-      "Exit status: 0 reproduced clean, 1 mismatch (or other finding) reproduced, 2 bad input.");
-  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
-  if (positional.size() != 2) {
-    fmt::print(stderr, "usage: repro FILE [--emit] [--external=LIB.so] [--regressions=DIR] [--show=N]\n");
+  static constexpr std::string_view kFlags[] = {"emit",   "regressions", "external", "show",
+                                                "modules", "disable_modules", "json", "minimize",
+                                                "minimize_evaluations"};
+  constexpr const char* kUsage =
+      "usage: repro FILE [--emit] [--external=LIB.so] [--modules=A,B] [--disable-modules=A,B] [--json]\n"
+      "             [--minimize] [--regressions=DIR] [--show=N]\n";
+  const absl::StatusOr<mxdiff::cli::CommandLine> line = mxdiff::cli::SplitCommandLine(argc, argv);
+  if (line.ok() && line->help) {
+    fmt::print("{}replays a fuzz case (a finding) and explains it (tools/repro/README.md).\n"
+               "Exit status: 0 reproduced clean, 1 a mismatch or other finding reproduced, 2 bad input.\n\n"
+               "flags:\n{}",
+               kUsage, mxdiff::cli::FlagsHelp(kFlags));
+    return 0;
+  }
+  absl::Status status = line.ok() ? mxdiff::cli::ApplyFlags(*line, kFlags, "repro") : line.status();
+  if (status.ok() && line->positional.size() != 1) {
+    status = absl::InvalidArgumentError(line->positional.empty() ? "no case file given"
+                                                                 : "one case file at a time");
+  }
+  if (!status.ok()) {
+    fmt::print(stderr, "repro: {}\n{}(repro --help lists the flags)\n", std::string(status.message()), kUsage);
     return 2;
   }
-  return mxdiff::repro::Run(positional[1]);
+  return mxdiff::repro::Run(line->positional.front());
 }

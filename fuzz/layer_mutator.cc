@@ -1,0 +1,234 @@
+#include "fuzz/layer_mutator.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/builtin_kernels.h"
+#include "reference/fp16.h"
+
+namespace mxdiff::fuzz {
+namespace {
+
+constexpr uint8_t kEdgeScaleBytes[] = {0, 1, 111, 112, 113, 114, 126, 127, 128, 129, 130, 141, 142, 143, 200, 254, 255};
+constexpr uint16_t kSpecialF16[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00,
+                                    0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x4900, 0xC900};
+
+int Uniform(CaseRng& rng, int low, int high) { return low + int(rng() % uint64_t(high - low + 1)); }
+bool OneIn(CaseRng& rng, int n) { return rng() % uint64_t(n) == 0; }
+template <typename T, size_t N>
+T Pick(CaseRng& rng, const T (&values)[N]) {
+  return values[rng() % N];
+}
+
+uint16_t Activation(CaseRng& rng) {
+  if (OneIn(rng, 64)) return Pick(rng, kSpecialF16);
+  return uint16_t(((rng() & 1) << 15) | (Uniform(rng, 11, 18) << 10) | (rng() & 0x3FF));
+}
+
+float RoutingWeight(CaseRng& rng) {
+  static constexpr uint32_t kExtreme[] = {0x00000000, 0x80000000, 0x00000001, 0x00800000, 0x7F7FFFFF, 0x7149F2CA,
+                                          0xF149F2CA, 0x7F800000, 0xFF800000, 0x7FC00000, 0x3F800000};
+  if (OneIn(rng, 12)) return bits_to_f32(Pick(rng, kExtreme));
+  return float(Uniform(rng, 1, 1000)) / 4000.0f;
+}
+
+// Scale bytes of one of four kinds: the checkpoint's 114..126, the admitted 113..128, the
+// admission edges, anything.
+void FillScales(CaseRng& rng, std::vector<uint8_t>& scales) {
+  const int kind = Uniform(rng, 0, 5);
+  for (uint8_t& raw : scales) {
+    switch (kind) {
+      case 0: case 1: raw = uint8_t(Uniform(rng, 114, 126)); break;
+      case 2: raw = uint8_t(Uniform(rng, 113, 128)); break;
+      case 3: raw = OneIn(rng, 8) ? Pick(rng, kEdgeScaleBytes) : uint8_t(Uniform(rng, 114, 126)); break;
+      default: raw = OneIn(rng, 2) ? uint8_t(rng()) : uint8_t(Uniform(rng, 110, 130)); break;
+    }
+  }
+  if (kind <= 1 && OneIn(rng, 4)) scales[rng() % scales.size()] = Pick(rng, kEdgeScaleBytes);  // one refused byte, maybe
+}
+
+void FillCodes(CaseRng& rng, std::vector<uint8_t>& codes) {
+  for (uint8_t& code : codes) code = uint8_t(rng());
+}
+
+void RandomRouting(CaseRng& rng, const LayerCase& c, LayerReplay& x) {
+  const int k = c.shape.top_k, experts = c.shape.experts;
+  const int kind = Uniform(rng, 0, 6);
+  for (int t = 0; t < x.tokens; ++t) {
+    for (int s = 0; s < k; ++s) {
+      int32_t& id = x.expert_ids[size_t(t) * k + s];
+      switch (kind) {
+        case 0:  // all tokens on the same experts
+          id = t == 0 ? int32_t(rng() % experts) : x.expert_ids[s];
+          break;
+        case 1:  // everything on one expert
+          id = t == 0 && s == 0 ? int32_t(rng() % experts) : x.expert_ids[0];
+          break;
+        case 2:  // an id out of range somewhere
+          id = OneIn(rng, 2 * k) ? int32_t(Uniform(rng, experts, 255)) : int32_t(rng() % experts);
+          break;
+        default:  // distinct where possible, repeats allowed
+          id = int32_t(rng() % experts);
+          break;
+      }
+    }
+  }
+  for (float& w : x.weights) w = RoutingWeight(rng);
+  for (uint16_t& a : x.activations) a = Activation(rng);
+}
+
+Tactic RandomTactic(CaseRng& rng) {
+  Tactic t;
+  if (OneIn(rng, 6)) {
+    static constexpr int kTiles[] = {1, 8, 16, 24, 32, 64, 128};
+    t.cta_m = Pick(rng, kTiles);
+    t.cta_n = Pick(rng, kTiles);
+    t.cta_k = 4 * Uniform(rng, 1, 64);
+  } else {
+    const CtaShape& shape = kCtaShapes[rng() % kCtaShapeCount];
+    t.cta_m = shape.m;
+    t.cta_n = shape.n;
+    t.cta_k = shape.k;
+  }
+  static constexpr int kSplits[] = {1, 1, 2, 3, 4, 7, 16, 64, 256};
+  t.splits = Pick(rng, kSplits);
+  t.swizzle = OneIn(rng, 10) ? Uniform(rng, 5, 7) : Uniform(rng, 0, 4);
+  return t;
+}
+
+void RandomReplay(CaseRng& rng, const LayerCase& c, LayerReplay& x) {
+  x.tokens = OneIn(rng, 10) ? 0 : (OneIn(rng, 2) ? 1 : Uniform(rng, 1, c.max_tokens));
+  x.new_w13_scales = OneIn(rng, 4);
+  x.new_w2_scales = OneIn(rng, 4);
+  ResizeLayerReplay(c, x);
+  if (x.new_w13_scales) FillScales(rng, x.w13_scales);
+  if (x.new_w2_scales) FillScales(rng, x.w2_scales);
+  RandomRouting(rng, c, x);
+}
+
+void RandomShape(CaseRng& rng, LayerCase& c, const LayerProfile& p) {
+  c.shape.hidden = 32 * Uniform(rng, 1, p.max_hidden / 32);
+  c.shape.intermediate = 32 * Uniform(rng, 1, p.max_intermediate / 32);
+  c.shape.experts = Uniform(rng, 1, p.max_experts);
+  c.shape.top_k = Uniform(rng, 1, p.max_top_k);
+  c.shape.shared_expert = !OneIn(rng, 4);
+  c.max_tokens = Uniform(rng, 1, p.max_tokens);
+  ResizeLayerCase(c);
+  FillCodes(rng, c.w13_codes);
+  FillCodes(rng, c.w2_codes);
+  FillScales(rng, c.w13_scales);
+  FillScales(rng, c.w2_scales);
+  for (LayerReplay& x : c.replays) RandomReplay(rng, c, x);
+}
+
+int RandomCapacity(CaseRng& rng, const LayerCase& c, int cta_m) {
+  if (!OneIn(rng, 3)) return 0;
+  const int worst = std::min(MoeWorstMTiles(c.shape, c.max_tokens, std::max(cta_m, 1)), kLayerMaxCapacity);
+  return std::clamp(Uniform(rng, worst - 3, worst), 1, kLayerMaxCapacity);
+}
+
+}  // namespace
+
+LayerCase RandomLayerCase(CaseRng& rng, const LayerProfile& p) {
+  LayerCase c;
+  c.replays.resize(size_t(Uniform(rng, 1, p.max_replays)));
+  RandomShape(rng, c, p);
+  c.request = TransformRequest(Uniform(rng, 0, 2));
+  c.policy = FallbackPolicy(Uniform(rng, 0, 1));
+  c.w13_tactic = RandomTactic(rng);
+  c.w2_tactic = RandomTactic(rng);
+  c.w13_capacity = RandomCapacity(rng, c, c.w13_tactic.cta_m);
+  c.w2_capacity = RandomCapacity(rng, c, c.w2_tactic.cta_m);
+  return c;
+}
+
+void MutateLayerCase(LayerCase& c, CaseRng& rng, const LayerProfile& p) {
+  const int mutations = Uniform(rng, 1, 3);
+  for (int m = 0; m < mutations; ++m) {
+    switch (Uniform(rng, 0, 11)) {
+      case 0:
+        RandomShape(rng, c, p);
+        break;
+      case 1:
+        c.request = TransformRequest(Uniform(rng, 0, 2));
+        c.policy = FallbackPolicy(Uniform(rng, 0, 1));
+        break;
+      case 2:
+        (OneIn(rng, 2) ? c.w13_tactic : c.w2_tactic) = RandomTactic(rng);
+        break;
+      case 3:
+        c.w13_capacity = RandomCapacity(rng, c, c.w13_tactic.cta_m);
+        c.w2_capacity = RandomCapacity(rng, c, c.w2_tactic.cta_m);
+        break;
+      case 4:
+        FillScales(rng, OneIn(rng, 2) ? c.w13_scales : c.w2_scales);
+        break;
+      case 5:
+        FillCodes(rng, OneIn(rng, 2) ? c.w13_codes : c.w2_codes);
+        break;
+      case 6:  // a new replay, or one fewer
+        if (int(c.replays.size()) < p.max_replays && !OneIn(rng, 3)) {
+          LayerReplay x;
+          RandomReplay(rng, c, x);
+          c.replays.insert(c.replays.begin() + rng() % (c.replays.size() + 1), std::move(x));
+        } else if (c.replays.size() > 1) {
+          c.replays.erase(c.replays.begin() + rng() % c.replays.size());
+        }
+        break;
+      case 7: {  // the same inputs twice in a row, or a replay's scales toggled
+        LayerReplay& x = c.replays[rng() % c.replays.size()];
+        if (int(c.replays.size()) < p.max_replays && OneIn(rng, 2)) {
+          c.replays.push_back(c.replays.back());
+        } else {
+          x.new_w13_scales = !x.new_w13_scales;
+          ResizeLayerReplay(c, x);
+          if (x.new_w13_scales) FillScales(rng, x.w13_scales);
+        }
+        break;
+      }
+      case 8: {  // one routing entry or weight
+        LayerReplay& x = c.replays[rng() % c.replays.size()];
+        if (x.expert_ids.empty()) break;
+        const size_t i = rng() % x.expert_ids.size();
+        if (OneIn(rng, 2)) {
+          x.expert_ids[i] = OneIn(rng, 4) ? int32_t(Uniform(rng, 0, 255)) : int32_t(rng() % c.shape.experts);
+        } else {
+          x.weights[i] = RoutingWeight(rng);
+        }
+        break;
+      }
+      case 9: {  // fp16 specials into the activations
+        LayerReplay& x = c.replays[rng() % c.replays.size()];
+        for (int n = Uniform(rng, 1, 3); n > 0 && !x.activations.empty(); --n) {
+          x.activations[rng() % x.activations.size()] = Pick(rng, kSpecialF16);
+        }
+        break;
+      }
+      default: {
+        LayerReplay& x = c.replays[rng() % c.replays.size()];
+        RandomReplay(rng, c, x);
+        break;
+      }
+    }
+  }
+  ResizeLayerCase(c);
+}
+
+size_t MutateEncodedLayerCase(uint8_t* data, size_t size, size_t max_size, unsigned seed, const LayerProfile& p) {
+  CaseRng rng(seed);
+  absl::StatusOr<LayerCase> decoded = DecodeLayerCase(std::span<const uint8_t>(data, size));
+  LayerCase c = decoded.ok() ? *std::move(decoded) : RandomLayerCase(rng, p);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    LayerCase mutated = c;
+    MutateLayerCase(mutated, rng, p);
+    absl::StatusOr<std::vector<uint8_t>> bytes = EncodeLayerCase(mutated);
+    if (bytes.ok() && bytes->size() <= max_size) {
+      std::memcpy(data, bytes->data(), bytes->size());
+      return bytes->size();
+    }
+    if (attempt >= 3) c = RandomLayerCase(rng, LayerProfile{64, 32, 2, 2, 1, 1});  // the smallest kind
+  }
+  return 0;
+}
+
+}  // namespace mxdiff::fuzz

@@ -1,0 +1,31 @@
+// LoadBuiltinModules where the build has CUDA: the calibration guard, then the kernel modules.
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "fuzz/calibration_guard.h"
+#include "fuzz/modules/kernel_modules.h"
+#include "fuzz/modules/module_loader.h"
+
+namespace mxdiff::fuzz {
+
+absl::StatusOr<LoadedModules> LoadBuiltinModules() {
+  absl::StatusOr<std::unique_ptr<GemmRunner>> runner = GemmRunner::Create();
+  if (!runner.ok()) {
+    return absl::UnavailableError(fmt::format("no usable CUDA device ({})", runner.status().ToString()));
+  }
+  std::shared_ptr<GemmRunner> shared(std::move(*runner));
+  absl::StatusOr<Calibration> calibration = CalibrateDevice();
+  if (!calibration.ok()) {
+    return absl::FailedPreconditionError(fmt::format("calibration guard failed on {}, not comparing: {}",
+                                                     shared->DeviceName(),
+                                                     std::string(calibration.status().message())));
+  }
+  LoadedModules loaded;
+  loaded.report = fmt::format("{} calibrated as {}\n{}", shared->DeviceName(), StepModelName(calibration->model),
+                              calibration->report);
+  absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> modules = MakeBuiltinModules(shared, calibration->model);
+  if (!modules.ok()) return modules.status();
+  loaded.modules = *std::move(modules);
+  return loaded;
+}
+
+}  // namespace mxdiff::fuzz

@@ -1,0 +1,254 @@
+// The MoE layer's kernels besides the GEMMs (moe_layer_kernels.h). Built with -fmad=false: the
+// SwiGLU and the weighted sum are the shared headers' explicit IEEE operations and nothing may
+// be contracted around them (kernels/CMakeLists.txt).
+#include "kernels/moe_layer_kernels.h"
+
+#include "kernels/moe_layer.h"
+#include "kernels/tile_map.h"
+#include "reference/moe_layer_combine.h"
+#include "reference/swiglu.h"
+
+namespace mxdiff {
+namespace {
+
+constexpr int kPairThreads = 256;
+
+// Inclusive scans of three arrays of blockDim.x ints at once (Hillis-Steele).
+__device__ void ScanThree(int* a, int* b, int* c) {
+  const int t = threadIdx.x;
+  for (int offset = 1; offset < int(blockDim.x); offset <<= 1) {
+    int va = 0, vb = 0, vc = 0;
+    if (t >= offset) {
+      va = a[t - offset];
+      vb = b[t - offset];
+      vc = c[t - offset];
+    }
+    __syncthreads();
+    a[t] += va;
+    b[t] += vb;
+    c[t] += vc;
+    __syncthreads();
+  }
+}
+
+// The schedule of reference/moe_layer.cc's ScheduleMoeRouting, computed by one CTA in shared
+// memory: a routed group's rows follow its entries in ascending (token, slot) order (an entry's
+// rank among the entries of its expert is the number of earlier entries naming it), the shared
+// group holds one row per token.
+__global__ void MoeRouteKernel(MoeRouteArgs a) {
+  extern __shared__ int32_t smem[];
+  const int max_entries = a.max_tokens * a.top_k;
+  const int threads = int(blockDim.x);
+  int32_t* ids = smem;
+  int32_t* rank = ids + max_entries;
+  int32_t* ends = rank + max_entries;  // rows, then inclusive prefix: end row of each group
+  int32_t* tiles13 = ends + threads;   // M tiles, then their inclusive prefix
+  int32_t* tiles2 = tiles13 + threads;
+  int32_t* row_token = tiles2 + threads;
+  __shared__ int first_bad;
+
+  const int t = threadIdx.x;
+  // Every expert id slot is read at once with the token count (they are all in bounds): one
+  // global round trip instead of two.
+  for (int i = t; i < max_entries; i += threads) ids[i] = __ldg(a.expert_ids + i);
+  const int tokens = __ldg(a.tokens);
+  int verdict = int(MoeRoutingVerdict::kOk);
+  int detail[3] = {0, 0, 0};
+  if (tokens < 0 || tokens > a.max_tokens) {
+    verdict = int(MoeRoutingVerdict::kTooManyTokens);
+    detail[0] = tokens;
+  }
+  const int entries = verdict == 0 ? tokens * a.top_k : 0;
+  if (t == 0) first_bad = entries;
+  __syncthreads();
+  for (int i = t; i < entries; i += threads) {
+    const int id = ids[i];
+    if (id < 0 || id >= a.experts) {
+      atomicMin(&first_bad, i);
+      continue;
+    }
+    int earlier = 0;
+    for (int j = 0; j < i; ++j) earlier += ids[j] == id ? 1 : 0;
+    rank[i] = earlier;
+  }
+  int rows = 0;
+  if (t < a.groups) {
+    if (a.shared_expert && t == a.experts) {
+      rows = tokens > 0 && verdict == 0 ? tokens : 0;
+    } else {
+      for (int j = 0; j < entries; ++j) rows += ids[j] == t ? 1 : 0;
+    }
+  }
+  ends[t] = rows;
+  tiles13[t] = GroupMTiles(rows, a.cta_m[0]);
+  tiles2[t] = GroupMTiles(rows, a.cta_m[1]);
+  __syncthreads();
+  if (verdict == 0 && first_bad < entries) {
+    verdict = int(MoeRoutingVerdict::kInvalidExpert);
+    detail[0] = first_bad / a.top_k;
+    detail[1] = first_bad % a.top_k;
+    detail[2] = ids[first_bad];
+  }
+  ScanThree(ends, tiles13, tiles2);
+  const int total_rows = ends[a.groups - 1];
+  const int needed13 = tiles13[a.groups - 1];
+  const int needed2 = tiles2[a.groups - 1];
+  if (verdict == 0 && (needed13 > a.capacity[0] || needed2 > a.capacity[1])) {
+    verdict = int(MoeRoutingVerdict::kOverCapacity);
+    detail[0] = needed13;
+    detail[1] = needed2;
+    detail[2] = total_rows;
+  }
+
+  if (verdict != 0) {  // refused: no rows, every tile empty, nothing gathered
+    if (blockIdx.x != 0) return;
+    for (int g = t; g <= a.groups; g += threads) a.row_offsets[g] = 0;
+    for (int m = 0; m < 2; ++m) {
+      for (int i = t; i < a.capacity[m]; i += threads) {
+        reinterpret_cast<int4*>(a.tile_map[m])[i] = make_int4(-1, 0, 0, 0);
+      }
+    }
+    if (t == 0) *a.header = MoeDeviceHeader{verdict, 0, 0, {detail[0], detail[1], detail[2], 0, 0}};
+    return;
+  }
+
+  // Rows of the schedule: entry i goes to begin(group) + rank; the shared group's row t is token t.
+  for (int i = t; i < entries; i += threads) {
+    const int g = ids[i];
+    const int row = (g == 0 ? 0 : ends[g - 1]) + rank[i];
+    row_token[row] = i / a.top_k;
+    if (blockIdx.x == 0) a.entry_row[i] = row;
+  }
+  if (a.shared_expert) {
+    const int begin = a.experts == 0 ? 0 : ends[a.experts - 1];
+    for (int i = t; i < tokens; i += threads) row_token[begin + i] = i;
+  }
+  __syncthreads();
+
+  if (blockIdx.x == 0) {
+    if (t <= a.groups) a.row_offsets[t] = t == 0 ? 0 : ends[t - 1];
+    for (int r = t; r < total_rows; r += threads) a.row_token[r] = row_token[r];
+    // Tile maps in FindGroupTile's enumeration; the rest of each grid's tiles are empty.
+    for (int m = 0; m < 2; ++m) {
+      const int32_t* prefix = m == 0 ? tiles13 : tiles2;
+      int4* map = reinterpret_cast<int4*>(a.tile_map[m]);
+      if (t < a.groups) {
+        const int first_tile = t == 0 ? 0 : prefix[t - 1];
+        const int begin = t == 0 ? 0 : ends[t - 1];
+        for (int i = 0; first_tile + i < prefix[t]; ++i) {
+          map[first_tile + i] = make_int4(t, begin + i * a.cta_m[m], ends[t], 0);
+        }
+      }
+      for (int i = (m == 0 ? needed13 : needed2) + t; i < a.capacity[m]; i += threads) map[i] = make_int4(-1, 0, 0, 0);
+    }
+    if (t == 0) *a.header = MoeDeviceHeader{0, tokens, total_rows, {0, 0, 0, 0, 0}};
+  }
+
+  // Gather: this CTA's row, 16 bytes at a time (hidden is a multiple of 32).
+  const int row = int(blockIdx.x);
+  if (row >= total_rows) return;
+  const uint4* source = reinterpret_cast<const uint4*>(a.activations + size_t(row_token[row]) * a.hidden);
+  uint4* destination = reinterpret_cast<uint4*>(a.gathered + size_t(row) * a.hidden);
+  for (int i = t; i < a.hidden / 8; i += threads) destination[i] = __ldg(source + i);
+}
+
+// Two adjacent columns per thread: gate j, j + 1 and up I + j, I + j + 1 of one row. The row
+// count and the operands load together (every row of the buffer is in bounds): one round trip.
+__global__ void __launch_bounds__(kPairThreads) MoeSwigluKernel(MoeSwigluArgs a) {
+  const int pairs = a.intermediate / 2;
+  const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = int(index / pairs);
+  const int pair = int(index % pairs);
+  if (row >= a.max_rows) return;
+  const uint16_t* row_in = a.w13 + size_t(row) * 2 * a.intermediate;
+  const int rows = __ldg(&a.header->rows);
+  const uint32_t gate = __ldg(reinterpret_cast<const uint32_t*>(row_in) + pair);
+  const uint32_t up = __ldg(reinterpret_cast<const uint32_t*>(row_in + a.intermediate) + pair);
+  if (row >= rows) return;
+  const uint32_t low = swiglu_f16(uint16_t(gate), uint16_t(up), a.limit);
+  const uint32_t high = swiglu_f16(uint16_t(gate >> 16), uint16_t(up >> 16), a.limit);
+  reinterpret_cast<uint32_t*>(a.activated + size_t(row) * a.intermediate)[pair] = low | (high << 16);
+}
+
+// Two adjacent hidden columns of one token per thread, slots in order, then the shared expert.
+// The slots' rows and weights load with the token count, then all W2 values at once: two round
+// trips whatever top_k (the loops are unrolled to kMaxMoeTopK and predicated).
+__global__ void __launch_bounds__(kPairThreads) MoeCombineKernel(MoeCombineArgs a) {
+  const int pairs = a.hidden / 2;
+  const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const int token = int(index / pairs);
+  const int pair = int(index % pairs);
+  if (token >= a.max_tokens) return;
+  int rows[kMaxMoeTopK + 1];
+  float weights[kMaxMoeTopK];
+  const int tokens = __ldg(&a.header->tokens);
+#pragma unroll
+  for (int s = 0; s < kMaxMoeTopK; ++s) {
+    if (s < a.top_k) {
+      rows[s] = __ldg(a.entry_row + token * a.top_k + s);
+      weights[s] = __ldg(a.weights + token * a.top_k + s);
+    }
+  }
+  if (a.shared_expert) rows[kMaxMoeTopK] = __ldg(a.row_offsets + a.experts) + token;
+  if (token >= tokens) return;
+  uint32_t y[kMaxMoeTopK + 1];
+#pragma unroll
+  for (int s = 0; s < kMaxMoeTopK; ++s) {
+    if (s < a.top_k) y[s] = __ldg(reinterpret_cast<const uint32_t*>(a.w2 + size_t(rows[s]) * a.hidden) + pair);
+  }
+  if (a.shared_expert) {
+    y[kMaxMoeTopK] = __ldg(reinterpret_cast<const uint32_t*>(a.w2 + size_t(rows[kMaxMoeTopK]) * a.hidden) + pair);
+  }
+  float low = 0.0f, high = 0.0f;
+#pragma unroll
+  for (int s = 0; s < kMaxMoeTopK; ++s) {
+    if (s < a.top_k) {
+      low = moe_combine_slot(low, weights[s], uint16_t(y[s]));
+      high = moe_combine_slot(high, weights[s], uint16_t(y[s] >> 16));
+    }
+  }
+  if (a.shared_expert) {
+    low = moe_combine_shared(low, uint16_t(y[kMaxMoeTopK]));
+    high = moe_combine_shared(high, uint16_t(y[kMaxMoeTopK] >> 16));
+  }
+  reinterpret_cast<uint32_t*>(a.output + size_t(token) * a.hidden)[pair] =
+      uint32_t(f32_to_f16_rne(low)) | (uint32_t(f32_to_f16_rne(high)) << 16);
+}
+
+unsigned Blocks(long long threads) { return unsigned((threads + kPairThreads - 1) / kPairThreads); }
+
+}  // namespace
+
+int MoeRouteThreads(int groups) {
+  const int threads = (groups + 1 + 31) / 32 * 32;  // one thread per group and one per row offset
+  return threads < 128 ? 128 : threads;
+}
+
+size_t MoeRouteSharedBytes(int groups, int max_tokens, int top_k, int max_rows) {
+  return sizeof(int32_t) * (2 * size_t(max_tokens) * size_t(top_k) + 3 * size_t(MoeRouteThreads(groups)) +
+                            size_t(max_rows));
+}
+
+cudaError_t ConfigureMoeRoute(size_t shared_bytes) {
+  if (shared_bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(MoeRouteKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes));
+}
+
+cudaError_t LaunchMoeRoute(const MoeRouteArgs& args, cudaStream_t stream) {
+  const size_t shared = MoeRouteSharedBytes(args.groups, args.max_tokens, args.top_k, args.max_rows);
+  MoeRouteKernel<<<unsigned(args.max_rows > 0 ? args.max_rows : 1), MoeRouteThreads(args.groups), shared, stream>>>(
+      args);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchMoeSwiglu(const MoeSwigluArgs& args, cudaStream_t stream) {
+  MoeSwigluKernel<<<Blocks((long long)args.max_rows * (args.intermediate / 2)), kPairThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchMoeCombine(const MoeCombineArgs& args, cudaStream_t stream) {
+  MoeCombineKernel<<<Blocks((long long)args.max_tokens * (args.hidden / 2)), kPairThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace mxdiff

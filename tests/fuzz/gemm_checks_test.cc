@@ -1,0 +1,207 @@
+// fuzz_gemm's named checks (fuzz/gemm_differential.h) on a module with planted defects, the
+// known cases, and the module loader's selection rules. CPU only: the fake module computes
+// with the reference itself, so every defect below is one the harness alone must catch.
+#include <cstdlib>
+
+#include "fuzz/case_minimizer.h"
+#include "fuzz/case_mutator.h"
+#include "fuzz/gemm_differential.h"
+#include "fuzz/known_cases.h"
+#include "fuzz/modules/module_loader.h"
+#include "fuzz/target_driver.h"
+#include "gtest/gtest.h"
+#include "kernels/builtin_kernels.h"
+#include "reference/admission.h"
+#include "reference/reference_gemm.h"
+#include "tests/reference/test_seed.h"
+
+namespace mxdiff::fuzz {
+namespace {
+
+enum class Defect { kNone, kFlipBit, kSkipLastElement, kDependsOnTileOrder, kWrongReason, kNanPayload };
+
+class FakeModule final : public GemmModule {
+ public:
+  explicit FakeModule(Defect defect) : defect_(defect) {}
+  std::string name() const override { return "fake"; }
+  std::optional<StepModel> model() const override { return StepModel::kSm90Emulated; }
+  Tactic MapTactic(const FuzzCase& c) const override { return c.tactic; }
+  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic) const override {
+    const LayerAdmission admission = AdmitLayer(c.scale_bytes);
+    return DecideRoute(registry_, tactic, TransformRequest::kOrdinary, c.policy, admission.admitted,
+                       admission.Describe());
+  }
+  std::optional<Tactic> ReorderedTactic(const Tactic& tactic) const override {
+    Tactic reordered = tactic;
+    reordered.swizzle = tactic.swizzle == 0 ? 1 : 0;
+    return reordered;
+  }
+  absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
+    absl::StatusOr<Route> route = ExpectedRoute(c, tactic);
+    if (!route.ok()) return route;
+    ReferenceOptions options;
+    options.model = StepModel::kSm90Emulated;
+    options.tactic = tactic;
+    std::vector<uint16_t> result;
+    if (absl::Status status = ReferenceGemm(c.Problem(), options, result); !status.ok()) return status;
+    std::copy(result.begin(), result.end(), output.begin());
+    if (output.empty()) return route;
+    switch (defect_) {
+      case Defect::kNone: break;
+      case Defect::kFlipBit: output[output.size() / 2] ^= 1; break;
+      case Defect::kSkipLastElement: output.back() = kOutputPoison; break;
+      case Defect::kDependsOnTileOrder: if (tactic.swizzle != c.tactic.swizzle) output[0] ^= 1; break;
+      case Defect::kWrongReason: route->reason = RouteReason::kFoldedMissing; break;
+      case Defect::kNanPayload: output[0] = 0x7E01; break;
+    }
+    return route;
+  }
+
+ private:
+  Defect defect_;
+  KernelRegistry registry_ = BuiltinKernelRegistry();
+};
+
+FuzzCase DecodeShapedCase() {
+  FuzzCase c;
+  const int rows[] = {2, 0, 3};
+  ResizeCase(c, 3, 16, 64, rows);
+  c.tactic = Tactic{16, 128, 32, 2, 0};
+  c.request = TransformRequest::kOrdinary;
+  CaseRng rng(mxdiff::testing::TestSeed());
+  for (uint16_t& a : c.activations) a = uint16_t(0x3000 + rng() % 0x0C00);
+  for (uint8_t& code : c.packed_codes) code = uint8_t(rng());
+  for (uint8_t& raw : c.scale_bytes) raw = uint8_t(118 + rng() % 8);
+  return c;
+}
+
+const CheckVerdict* Evaluated(Defect defect, CaseEvaluation& evaluation) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(defect));
+  GemmDifferential differential(std::move(modules));
+  evaluation = differential.Evaluate(DecodeShapedCase());
+  return evaluation.FirstFinding();
+}
+
+TEST(GemmChecks, ACorrectModulePassesEveryNamedCheck) {
+  CaseEvaluation evaluation;
+  EXPECT_EQ(Evaluated(Defect::kNone, evaluation), nullptr);
+  std::vector<std::string_view> checks;
+  for (const CheckVerdict& verdict : evaluation.verdicts) checks.push_back(verdict.check);
+  EXPECT_EQ(checks, (std::vector<std::string_view>{"health", "route", "written", "bits", "determinism", "health",
+                                                   "cross-module", "cpu-side"}));
+  ASSERT_EQ(evaluation.runs.size(), 1u);
+  EXPECT_EQ(evaluation.runs[0].output, evaluation.runs[0].reference);
+}
+
+TEST(GemmChecks, EachPlantedDefectIsCaughtByItsCheck) {
+  const struct {
+    Defect defect;
+    std::string_view check;
+    std::string_view signature_prefix;
+  } expected[] = {
+      {Defect::kFlipBit, "bits", "mismatch/fake/ordinary/16x128x32/s2/"},
+      {Defect::kSkipLastElement, "written", "no-launch/fake/16x128x32/s2"},
+      {Defect::kDependsOnTileOrder, "determinism", "nondeterminism/fake/16x128x32/s2"},
+      {Defect::kWrongReason, "route", "route/fake/folded-missing-instead-of-ordinary-requested"},
+      {Defect::kNanPayload, "bits", "mismatch/fake/ordinary/"},
+  };
+  for (const auto& e : expected) {
+    CaseEvaluation evaluation;
+    const CheckVerdict* finding = Evaluated(e.defect, evaluation);
+    ASSERT_NE(finding, nullptr) << e.check;
+    EXPECT_EQ(finding->check, e.check);
+    EXPECT_EQ(finding->module, "fake");
+    EXPECT_EQ(finding->finding->signature.rfind(e.signature_prefix, 0), 0u) << finding->finding->signature;
+    EXPECT_EQ(&evaluation.verdicts.back(), finding) << "the evaluation stops at the first finding";
+  }
+}
+
+TEST(KnownCases, AreValidAndDeterministic) {
+  const std::vector<FuzzCase> cases = KnownCases();
+  EXPECT_EQ(cases.size(), size_t(kCtaShapeCount) * 3);
+  for (const FuzzCase& c : cases) {
+    EXPECT_TRUE(ValidateCase(c).ok()) << ValidateCase(c);
+    EXPECT_TRUE(AdmitLayer(c.scale_bytes).admitted);
+  }
+  EXPECT_EQ(cases, KnownCases());
+}
+
+TEST(KnownCases, AKernelThatDisagreesIsAFindingOfTheHarness) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kFlipBit));
+  GemmDifferential differential(std::move(modules));
+  const CheckResult finding = differential.CheckCase(KnownCases().front());
+  ASSERT_TRUE(finding.has_value());
+  EXPECT_EQ(finding->signature.rfind("mismatch/fake/ordinary/8x128x64/s1/admitted", 0), 0u) << finding->signature;
+  // Both sides' bits are in the description.
+  EXPECT_NE(finding->description.find("the reference (ordinary sm90-emulated) says 0x"), std::string::npos)
+      << finding->description;
+}
+
+TEST(ModuleLoader, SelectionFromArgumentsThenEnvironment) {
+  setenv("MXDIFF_MODULES", "folded", 1);
+  setenv("MXDIFF_EXTERNAL_KERNEL", "/env/lib.so", 1);
+  const std::vector<std::string_view> args = {"fuzz_gemm", "-runs=10", "--modules=ordinary,,folded-partial",
+                                              "--disable-modules=ext-x", "corpus"};
+  const ModuleSelection selection = ModuleSelectionFromArgs(args);
+  unsetenv("MXDIFF_MODULES");
+  unsetenv("MXDIFF_EXTERNAL_KERNEL");
+  EXPECT_EQ(selection.force, (std::vector<std::string>{"ordinary", "folded-partial"}));
+  EXPECT_EQ(selection.disable, (std::vector<std::string>{"ext-x"}));
+  EXPECT_EQ(selection.external_library, "/env/lib.so");
+}
+
+TEST(ModuleLoader, ExternalModuleLoadsAndSelectionNeverDropsSilently) {
+  ModuleSelection selection;
+  selection.external_library = MXDIFF_EXAMPLE_KERNEL;
+  absl::StatusOr<LoadedModules> loaded = LoadModules(selection);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_FALSE(loaded->modules.empty());
+  EXPECT_EQ(loaded->modules.back()->name(), "ext-example-reference");
+
+  selection.force = {"external"};
+  loaded = LoadModules(selection);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->modules.size(), 1u);
+
+  selection.force = {"no-such-module"};
+  EXPECT_EQ(LoadModules(selection).status().code(), absl::StatusCode::kNotFound);
+
+  selection.force = {};
+  selection.disable = {"ext-example-reference"};
+  loaded = LoadModules(selection);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  for (const auto& module : loaded->modules) EXPECT_NE(module->name(), "ext-example-reference");
+
+  selection.disable = {};
+  selection.external_library = "/nonexistent/libkernel.so";
+  EXPECT_FALSE(LoadModules(selection).ok());
+}
+
+}  // namespace
+}  // namespace mxdiff::fuzz
+
+namespace mxdiff::fuzz {
+namespace {
+
+TEST(CaseMinimizer, ShrinksAFindingAndKeepsItsSignature) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kFlipBit));
+  GemmDifferential differential(std::move(modules));
+  const FuzzCase start = DecodeShapedCase();
+  const std::string signature = differential.CheckCase(start)->signature;
+  const MinimizeResult result = MinimizeCase(start, [&](const FuzzCase& c) {
+    const CheckResult finding = differential.CheckCase(c);
+    return finding && finding->signature == signature;
+  });
+  EXPECT_GT(result.accepted, 0);
+  EXPECT_FALSE(result.exhausted);
+  const FuzzCase& m = result.minimized;
+  EXPECT_EQ(differential.CheckCase(m)->signature, signature);
+  EXPECT_LT(size_t(m.rows()) * size_t(m.n) * size_t(m.k), size_t(start.rows()) * size_t(start.n) * size_t(start.k));
+  EXPECT_EQ(m.groups, 1) << DescribeCase(m);
+}
+
+}  // namespace
+}  // namespace mxdiff::fuzz

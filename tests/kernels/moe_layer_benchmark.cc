@@ -1,0 +1,284 @@
+// Speed of the MoE decode layer per variant, replayed from its CUDA graph, at the real per-rank
+// shapes with 256 routed experts + the shared one: microseconds per decode token against the sum
+// of its two GEMMs' floors, and the share of the layer's own non-GEMM work (route + gather,
+// SwiGLU, weighted sum), measured as the full graph's time minus a graph of the two GEMMs alone
+// on the same routing. Every iteration writes a new routing (64 rotate) into the captured buffers,
+// so the routed experts' weights mostly come from HBM, as in decoding (830 MB of weights at
+// PP2 x TP4 against a 60 MB L2); only the graph's execution is timed (events around it).
+//
+//   moe_layer_benchmark [--benchmark_filter=...] [--benchmark_repetitions=N]
+// Without a GPU it says so and exits 0 (it is not a test). Floors as in kernel_benchmark: bytes
+// moved over the measured device-to-device copy rate, the emulated m8n8k4's FFMA (8 rows per
+// expert tile) over the measured FFMA rate; a GEMM's floor is the larger, the layer's the sum.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "fmt/core.h"
+#include "kernels/gemm_runner.h"
+#include "kernels/moe_layer.h"
+#include "tests/kernels/ffma_rate.h"
+#include "tests/kernels/moe_layer_support.h"
+#include "tests/kernels/random_layer.h"
+
+namespace mxdiff::testing {
+namespace {
+
+#define BENCH_CUDA(expression)                                                                             \
+  do {                                                                                                     \
+    if (cudaError_t _error = (expression); _error != cudaSuccess) {                                        \
+      fmt::print(stderr, "{}:{}: {}: {}\n", __FILE__, __LINE__, #expression, cudaGetErrorString(_error)); \
+      std::exit(1);                                                                                        \
+    }                                                                                                      \
+  } while (false)
+
+template <typename T>
+T OrDie(absl::StatusOr<T> value, const char* what) {
+  if (!value.ok()) {
+    fmt::print(stderr, "{}: {}\n", what, value.status().ToString());
+    std::exit(1);
+  }
+  return *std::move(value);
+}
+void OrDie(const absl::Status& status, const char* what) {
+  if (!status.ok()) {
+    fmt::print(stderr, "{}: {}\n", what, status.ToString());
+    std::exit(1);
+  }
+}
+
+constexpr int kRoutings = 64;
+
+struct Device {
+  std::unique_ptr<GemmRunner> runner;
+  double copy_rate = 0;  // bytes per second, read + write
+  double ffma_rate = 0;  // per second
+  cudaStream_t stream = nullptr;
+};
+Device* device = nullptr;
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
+double MeasureCopyBytesPerSecond() {
+  const size_t bytes = size_t(1) << 30;
+  void *source = nullptr, *destination = nullptr;
+  BENCH_CUDA(cudaMalloc(&source, bytes));
+  BENCH_CUDA(cudaMalloc(&destination, bytes));
+  BENCH_CUDA(cudaMemset(source, 0x5A, bytes));
+  cudaEvent_t start, stop;
+  BENCH_CUDA(cudaEventCreate(&start));
+  BENCH_CUDA(cudaEventCreate(&stop));
+  std::vector<double> rates;
+  for (int i = 0; i < 6; ++i) {
+    BENCH_CUDA(cudaEventRecord(start));
+    BENCH_CUDA(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice));
+    BENCH_CUDA(cudaEventRecord(stop));
+    BENCH_CUDA(cudaEventSynchronize(stop));
+    float milliseconds = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&milliseconds, start, stop));
+    if (i > 0) rates.push_back(2.0 * bytes / (milliseconds * 1e-3));
+  }
+  cudaFree(source);
+  cudaFree(destination);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return Median(rates);
+}
+
+// One real shape and batch size: a layer captured for exactly that many tokens (a graph per
+// batch size, as a decoder keeps them), random weights for every expert, the rotating routings.
+struct ShapeSetup {
+  MoeShape shape;
+  std::unique_ptr<MoeLayer> layer;
+  std::vector<MoeInputs> routings;
+};
+
+ShapeSetup& Setup(const char* name, int intermediate, int tokens) {
+  static std::map<std::string, std::unique_ptr<HostMoeWeights>> weights_by_shape;
+  static std::map<std::string, std::unique_ptr<ShapeSetup>> setups;
+  std::unique_ptr<ShapeSetup>& setup = setups[fmt::format("{}/{}", name, tokens)];
+  if (setup != nullptr) return *setup;
+  setup = std::make_unique<ShapeSetup>();
+  setup->shape = MoeShape{.hidden = 4096, .intermediate = intermediate, .experts = 256, .top_k = 6,
+                          .shared_expert = true};
+  static FastRng rng(TestSeed("moe_layer_benchmark"));
+  std::unique_ptr<HostMoeWeights>& weights = weights_by_shape[name];
+  if (weights == nullptr) {
+    weights = std::make_unique<HostMoeWeights>(setup->shape);
+    weights->Randomize(rng, 0, setup->shape.groups());
+  }
+  setup->layer = OrDie(MoeLayer::Create(*device->runner, MoeLayerConfig{.shape = setup->shape, .max_tokens = tokens}),
+                       "MoeLayer::Create");
+  for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
+    OrDie(weights->Upload(*setup->layer, gemm, 0, setup->shape.groups()), "WriteWeights");
+  }
+  for (int r = 0; r < kRoutings; ++r) {
+    setup->routings.push_back(MakeInputs(rng, setup->shape, tokens, RoutingKind::kDistinct, 0.0));
+  }
+  return *setup;
+}
+
+// The floor of one GEMM on one routing's schedule.
+double GemmFloorSeconds(const MoeShape& shape, const MoeSchedule& schedule, int n, int k) {
+  double bytes = 0, ffma = 0;
+  for (int g = 0; g < shape.groups(); ++g) {
+    const int rows = schedule.row_offsets[g + 1] - schedule.row_offsets[g];
+    if (rows == 0) continue;
+    bytes += double(n) * k / 2 + double(n) * k / kBlockK * 2;  // codes + prepared fp16 scales
+    ffma += double((rows + 7) / 8 * 8) * n * k;
+  }
+  bytes += double(schedule.rows()) * (double(k) + n) * 2;  // activations in, output out
+  return std::max(bytes / device->copy_rate, ffma / device->ffma_rate);
+}
+
+struct Result {
+  std::string name;
+  double layer_us, gemm_us, floor_us;
+  int tokens;
+  Route w13, w2;
+};
+std::vector<Result>& Results() {
+  static std::vector<Result> results;
+  return results;
+}
+
+cudaGraphExec_t CaptureStages(MoeLayer& layer, unsigned mask) {
+  cudaGraph_t graph;
+  BENCH_CUDA(cudaStreamBeginCapture(device->stream, cudaStreamCaptureModeThreadLocal));
+  const absl::Status status = layer.EnqueueStages(device->stream, mask);
+  BENCH_CUDA(cudaStreamEndCapture(device->stream, &graph));
+  OrDie(status, "EnqueueStages");
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  cudaGraphDestroy(graph);
+  return exec;
+}
+
+double TimeGraph(cudaGraphExec_t exec, cudaEvent_t start, cudaEvent_t stop) {
+  BENCH_CUDA(cudaEventRecord(start, device->stream));
+  BENCH_CUDA(cudaGraphLaunch(exec, device->stream));
+  BENCH_CUDA(cudaEventRecord(stop, device->stream));
+  BENCH_CUDA(cudaEventSynchronize(stop));
+  float milliseconds = 0;
+  BENCH_CUDA(cudaEventElapsedTime(&milliseconds, start, stop));
+  return milliseconds * 1e-3;
+}
+
+void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, int tokens, TransformRequest variant) {
+  ShapeSetup& setup = Setup(name, intermediate, tokens);
+  MoeLayer& layer = *setup.layer;
+  const MoeLayerRoutes routes =
+      OrDie(layer.Capture({.transform = variant, .policy = FallbackPolicy::kFailClosed}), "Capture");
+  const cudaGraphExec_t full = CaptureStages(layer, kMoeStageAll);
+  const cudaGraphExec_t gemms = CaptureStages(layer, kMoeStageW13 | kMoeStageW2);
+  cudaEvent_t start, stop;
+  BENCH_CUDA(cudaEventCreate(&start));
+  BENCH_CUDA(cudaEventCreate(&stop));
+  const std::vector<MoeInputs>& routings = setup.routings;
+  double floor_seconds = 0;
+  for (const MoeInputs& inputs : routings) {
+    const MoeSchedule schedule =
+        OrDie(ScheduleMoeRouting(setup.shape, MoeRouting{inputs.tokens, inputs.expert_ids, inputs.weights}), "schedule");
+    floor_seconds += GemmFloorSeconds(setup.shape, schedule, setup.shape.w13_n(), setup.shape.hidden) +
+                     GemmFloorSeconds(setup.shape, schedule, setup.shape.hidden, setup.shape.intermediate);
+  }
+  floor_seconds /= double(routings.size());
+  // Warm: every routing once through the full graph.
+  for (const MoeInputs& inputs : routings) {
+    OrDie(layer.SetInputs(inputs.tokens, inputs.activations, inputs.expert_ids, inputs.weights), "SetInputs");
+    TimeGraph(full, start, stop);
+  }
+  std::vector<double> layer_times, gemm_times;
+  size_t i = 0;
+  for (auto _ : state) {
+    const MoeInputs& inputs = routings[i++ % routings.size()];
+    OrDie(layer.SetInputs(inputs.tokens, inputs.activations, inputs.expert_ids, inputs.weights), "SetInputs");
+    const double layer_seconds = TimeGraph(full, start, stop);
+    state.SetIterationTime(layer_seconds);
+    layer_times.push_back(layer_seconds);
+    // The two GEMMs alone (schedule and tile maps written by the routing stage first, untimed) on
+    // a routing half the rotation away, so that neither graph finds the other's weights in L2.
+    const MoeInputs& next = routings[(i + routings.size() / 2) % routings.size()];
+    OrDie(layer.SetInputs(next.tokens, next.activations, next.expert_ids, next.weights), "SetInputs");
+    OrDie(layer.EnqueueStages(device->stream, kMoeStageRoute), "route");
+    gemm_times.push_back(TimeGraph(gemms, start, stop));
+  }
+  OrDie(device->runner->CheckDevice(), "device");
+  const double layer_us = Median(layer_times) * 1e6, gemm_us = Median(gemm_times) * 1e6;
+  state.counters["us_per_token"] = layer_us / tokens;
+  state.counters["gemm_us"] = gemm_us;
+  state.counters["floor_us"] = floor_seconds * 1e6;
+  state.counters["non_gemm_share"] = (layer_us - gemm_us) / layer_us;
+  state.SetLabel(fmt::format("W13 {} {}, W2 {} {}", TransformName(routes.w13.variant), TacticName(routes.w13.tactic),
+                             TransformName(routes.w2.variant), TacticName(routes.w2.tactic)));
+  Results().push_back(Result{fmt::format("{}", name), layer_us, gemm_us, floor_seconds * 1e6, tokens, routes.w13,
+                             routes.w2});
+  cudaGraphExecDestroy(full);
+  cudaGraphExecDestroy(gemms);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+int Main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  absl::StatusOr<std::unique_ptr<GemmRunner>> runner = GemmRunner::Create();
+  if (!runner.ok()) {
+    fmt::print("moe_layer_benchmark: skipped: no CUDA device ({})\n", runner.status().ToString());
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  Device state;
+  state.runner = *std::move(runner);
+  state.copy_rate = MeasureCopyBytesPerSecond();
+  state.ffma_rate = OrDie(MeasureFfmaPerSecond(), "FFMA rate");
+  BENCH_CUDA(cudaStreamCreateWithFlags(&state.stream, cudaStreamNonBlocking));
+  device = &state;
+  fmt::print("device {}: copy {:.0f} GB/s (read + write), FFMA {:.1f} T/s\n", state.runner->DeviceName(),
+             state.copy_rate * 1e-9, state.ffma_rate * 1e-12);
+  struct Shape {
+    const char* name;
+    int intermediate;
+  };
+  for (const Shape& shape : {Shape{"PP2xTP4", 512}, Shape{"TP8", 256}}) {
+    for (int tokens : {1, 4}) {
+      for (TransformRequest variant : {TransformRequest::kOrdinary, TransformRequest::kFolded}) {
+        benchmark::RegisterBenchmark(
+            fmt::format("MoeLayer/{}/tokens:{}/{}", shape.name, tokens, TransformRequestName(variant)).c_str(),
+            BM_MoeLayer, shape.name, shape.intermediate, tokens, variant)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond)
+            ->Iterations(1000);
+      }
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  fmt::print("\n| shape | tokens | W13 | W2 | layer us (median) | us/token | GEMMs us | non-GEMM us | non-GEMM share | "
+             "sum of GEMM floors us | layer / floors |\n| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | "
+             "---: | ---: |\n");
+  for (const Result& r : Results()) {
+    fmt::print("| {} | {} | {} {} | {} {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% | {:.2f} | {:.1f} |\n", r.name,
+               r.tokens, TransformName(r.w13.variant), TacticName(r.w13.tactic), TransformName(r.w2.variant),
+               TacticName(r.w2.tactic), r.layer_us, r.layer_us / r.tokens, r.gemm_us, r.layer_us - r.gemm_us,
+               100.0 * (r.layer_us - r.gemm_us) / r.layer_us, r.floor_us, r.layer_us / r.floor_us);
+  }
+  cudaStreamDestroy(state.stream);
+  device = nullptr;
+  return 0;
+}
+
+}  // namespace
+}  // namespace mxdiff::testing
+
+int main(int argc, char** argv) { return mxdiff::testing::Main(argc, argv); }

@@ -1,0 +1,99 @@
+// `mxdiff audit` as users run it: exit status 0 / 1 / 2, the JSON on stdout, errors on stderr,
+// no progress bar when stderr is not a terminal, flags checked.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/tools/audit/safetensors_builder.h"
+
+namespace mxdiff::audit {
+namespace {
+
+const std::string kFixtures = MXDIFF_AUDIT_FIXTURES;
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+CliRun Mxdiff(const std::string& args) {
+  const std::string err_file = ::testing::TempDir() + "/audit_cli_stderr.txt";
+  const std::string command = std::string(MXDIFF_BINARY) + " audit " + args + " 2>" + err_file;
+  CliRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer;
+  size_t got;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), got);
+  const int status = ::pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream stream(err_file);
+  run.err.assign(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
+  return run;
+}
+
+TEST(AuditCli, ExitStatusZeroOneTwo) {
+  const CliRun clean = Mxdiff(kFixtures + "/clean");
+  EXPECT_EQ(clean.status, 0) << clean.out << clean.err;
+  EXPECT_NE(clean.out.find("verdict: every kernel layer admitted"), std::string::npos) << clean.out;
+  EXPECT_EQ(clean.err, "");  // no progress bar: stderr is a file here
+
+  const CliRun refused = Mxdiff(kFixtures + "/deepseek");
+  EXPECT_EQ(refused.status, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.out.find("3 of 16 kernel layers refused"), std::string::npos) << refused.out;
+
+  const CliRun missing = Mxdiff(kFixtures + "/no-such-checkpoint");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("no-such-checkpoint: no such file or folder"), std::string::npos) << missing.err;
+}
+
+TEST(AuditCli, JsonOnStdout) {
+  const CliRun run = Mxdiff("--format=json " + kFixtures + "/gptoss.safetensors");
+  EXPECT_EQ(run.status, 1) << run.err;
+  const nlohmann::json report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(report["schema"], "mxdiff-audit/1");
+  EXPECT_EQ(report["exit_status"], 1);
+  EXPECT_EQ(report["summary"]["layers"], 4);
+  EXPECT_EQ(report["summary"]["refused_layers"], 1);
+}
+
+TEST(AuditCli, KeepGoingStillFails) {
+  const testing::TempDir dir;
+  const std::string bad = dir.Write("bad.safetensors", std::string("\x05\x00", 2));
+  const CliRun stopped = Mxdiff("--format=json " + bad + " " + kFixtures + "/clean");
+  EXPECT_EQ(stopped.status, 2);
+  EXPECT_EQ(nlohmann::json::parse(stopped.out)["summary"]["layers"], 0);
+  const CliRun kept = Mxdiff("--format=json --keep-going " + bad + " " + kFixtures + "/clean");
+  EXPECT_EQ(kept.status, 2);
+  const nlohmann::json report = nlohmann::json::parse(kept.out);
+  EXPECT_EQ(report["summary"]["layers"], 2);
+  EXPECT_EQ(report["summary"]["admitted_layers"], 2);
+  ASSERT_EQ(report["errors"].size(), 1u);
+  EXPECT_EQ(report["errors"][0]["file"], bad);
+  EXPECT_NE(kept.err.find(bad + ": truncated"), std::string::npos) << kept.err;
+}
+
+TEST(AuditCli, FlagsAreChecked) {
+  EXPECT_EQ(Mxdiff("").status, 2);
+  EXPECT_EQ(Mxdiff("--format=xml " + kFixtures + "/clean").status, 2);
+  EXPECT_EQ(Mxdiff("--threads=-1 " + kFixtures + "/clean").status, 2);
+  EXPECT_EQ(Mxdiff("--model=v100 " + kFixtures + "/clean").status, 2);  // another command's flag
+  const CliRun pattern = Mxdiff("--pattern='.*w2\\.scale' --format=json " + kFixtures + "/clean");
+  EXPECT_EQ(pattern.status, 0) << pattern.err;
+  EXPECT_EQ(nlohmann::json::parse(pattern.out)["summary"]["layers"], 1);
+  const CliRun help = Mxdiff("--help");
+  EXPECT_EQ(help.status, 0);
+  for (const char* flag : {"--format", "--[no]keep-going", "--pattern", "--threads", "--max-positions"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag << " missing from\n" << help.out;
+  }
+}
+
+}  // namespace
+}  // namespace mxdiff::audit

@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""The command-line contract of mxdiff's tools, table-driven: each case runs one tool on one
+(mostly hostile) input and asserts its exit status (0 clean, 1 a finding, 2 bad input, 3 a
+campaign worker that did not fuzz), what its output must say and must not say (a Python
+traceback, an abort), under its own time limit: a hang fails its case, it never stalls the
+suite. Run by ctest (tests/tools/cli/CMakeLists.txt); by hand:
+
+  python3 tests/tools/cli/cli_contract_test.py --repo . --build build --fuzzing 0 \\
+      --example-kernel build/fuzz/libmxdiff_example_kernel.so \\
+      --test-kernel build/tests/tools/cli/libmxdiff_cli_test_kernel.so [-k SUBSTRING]
+
+Cases that need real libFuzzer binaries (the campaign fuzzing for a few seconds) run only with
+--fuzzing 1 (the libFuzzer build's ctest); the others run in both builds.
+"""
+import argparse
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+NEVER = [r"Traceback \(most recent call last\)", r"terminate called", r"std::__ios_failure", r"bad_alloc",
+         r"AddressSanitizer", r"runtime error:"]
+
+
+class Case:
+    def __init__(self, name, argv, status, says=(), never=(), timeout=30, env=None, needs=None, check=None,
+                 before=None):
+        self.name, self.argv, self.status = name, argv, status
+        self.says, self.never = list(says), list(never) + NEVER
+        self.timeout, self.env, self.needs = timeout, env or {}, needs
+        self.check = check    # callable(output) -> error text or None, after the run
+        self.before = before  # callable() run first (the state the check compares against)
+
+
+def run(case):
+    env = dict(os.environ, **case.env)
+    started = time.time()
+    process = subprocess.Popen(case.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                               start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=case.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGTERM)  # the campaign stops its workers on SIGTERM
+        try:
+            output, _ = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+        return None, output.decode(errors="replace"), time.time() - started
+    return process.returncode, output.decode(errors="replace"), time.time() - started
+
+
+def v1_case(n, k, rows, activations, codes, scales, model=0, request=0, tactic=(8, 8, 32, 1, 0)):
+    """A case in format version 1 (fuzz/README.md), one group, no registry."""
+    header = b"MXDF" + struct.pack("<BBHHBBB", 1, 1, n, k, model, request, 0)
+    header += struct.pack("<HHHHB", *tactic) + struct.pack("<B", 0) + struct.pack("<B", rows)
+    assert len(activations) == rows * k and len(codes) == n * k // 2 and len(scales) == n * k // 32
+    return header + struct.pack(f"<{rows * k}H", *activations) + bytes(codes) + bytes(scales)
+
+
+def lcg(seed):
+    state = seed
+    while True:
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2 ** 64
+        yield state >> 33
+
+
+def moderate_f16(gen):
+    value = next(gen)
+    return ((value & 1) << 15) | ((8 + value % 14) << 10) | ((value >> 8) & 0x3FF)
+
+
+def write(path, data):
+    with open(path, "wb") as out:
+        out.write(data)
+    return path
+
+
+def fake_fuzzer(path, body):
+    """An executable that passes the campaign's libFuzzer check (it names libFuzzer's flags) and does
+    what `body` (sh) says: how a target that stops at start-up, or runs zero executions, looks."""
+    with open(path, "w") as out:
+        out.write("#!/bin/sh\n# looks like libFuzzer: max_total_time merge_control_file\n" + body + "\n")
+    os.chmod(path, 0o755)
+
+
+def build_cases(opt, tmp):
+    repo, build = opt.repo, opt.build
+    mxdiff = os.path.join(build, "tools", "mxdiff", "mxdiff")
+    repro = os.path.join(build, "tools", "repro", "repro")
+    campaign = [sys.executable, os.path.join(repo, "tools", "campaign", "campaign")]
+    run_job = [os.path.join(repo, "run")]
+    vectors = sorted(f for f in os.listdir(os.path.join(repo, "tests", "vectors")) if f.startswith("v100_"))
+    has_gpu = subprocess.run("nvidia-smi -L", shell=True, capture_output=True).returncode == 0
+    cases = []
+
+    # --- mxdiff: help, flags, commands, hostile files.
+    cases += [
+        Case("mxdiff --help lists the commands", [mxdiff, "--help"], 0,
+             ["vectors", "transform-table", "self-check", "calibrate", "COMMAND --help"]),
+        Case("mxdiff alone is bad usage", [mxdiff], 2, ["usage: mxdiff COMMAND"]),
+        Case("mxdiff vectors --help lists its flags", [mxdiff, "vectors", "--help"], 0,
+             [r"--model=VALUE", r"--max-failures=VALUE"], [r"--quiet", r"--warps"]),
+        Case("mxdiff self-check --help lists its flags", [mxdiff, "self-check", "--help"], 0, [r"--\[no\]quiet"],
+             [r"--model"]),
+        Case("mxdiff calibrate --help lists its flags", [mxdiff, "calibrate", "-h"], 0,
+             ["--expect", "--write", "--seed", "--warps", "--steps"]),
+        Case("mxdiff transform-table --help: no flags", [mxdiff, "transform-table", "--help"], 0, ["flags: none"]),
+        Case("another command's flag is rejected", [mxdiff, "self-check", "--model=v100"], 2,
+             [r"--model is not a flag of self-check \(it belongs to: vectors\)"]),
+        Case("another command's bool flag is rejected", [mxdiff, "vectors", "--quiet", "--model=v100", "x.csv"], 2,
+             [r"--quiet is not a flag of vectors \(it belongs to: self-check\)"]),
+        Case("an unknown flag exits 2", [mxdiff, "vectors", "--bogus"], 2,
+             [r"unknown flag --bogus", r"mxdiff vectors --help"]),
+        Case("a malformed flag value exits 2", [mxdiff, "vectors", "--max_failures=x", "--model=v100", "f.csv"], 2,
+             [r"--max_failures=x"]),
+        Case("a flag without its value exits 2", [mxdiff, "vectors", "--model"], 2, [r"--model needs a value"]),
+        Case("an unknown command exits 2", [mxdiff, "frobnicate"], 2, [r"unknown command 'frobnicate'"]),
+        Case("mxdiff vectors /dev/zero fails fast", [mxdiff, "vectors", "--model=v100", "/dev/zero"], 2,
+             [r"/dev/zero:1: line longer than 1024 KiB"], timeout=20),
+        Case("mxdiff vectors DIR", [mxdiff, "vectors", "--model=v100", tmp], 2, [r"is a directory"]),
+        Case("mxdiff vectors of a missing file", [mxdiff, "vectors", "--model=v100", "/nonexistent/v.csv"], 2,
+             [r"/nonexistent/v.csv: cannot open"]),
+        Case("mxdiff vectors of a binary file", [mxdiff, "vectors", "--model=v100",
+                                                 write(os.path.join(tmp, "binary.csv"), bytes(range(256)) * 64)], 2,
+             [r"binary.csv:\d+: "]),
+        Case("mxdiff vectors of the V100 vectors", [mxdiff, "vectors", "--model=v100"]
+             + [os.path.join(repo, "tests", "vectors", v) for v in vectors], 0, [r"\d+ passed, 0 failed"],
+             timeout=60),
+        Case("mxdiff self-check", [mxdiff, "self-check", "--quiet"], 0, [r"\d+ passed, 0 failed"], timeout=120),
+    ]
+
+    # --- repro: files that are not cases, flags, and what it explains.
+    corpus_case = os.path.join(repo, "corpus", "fuzz_reference", sorted(os.listdir(os.path.join(repo, "corpus",
+                                                                                                  "fuzz_reference")))[0])
+    gen = lcg(11)
+    nan_case = write(os.path.join(tmp, "nan.case"),
+                     v1_case(8, 32, 1, [0x7E00] * 32, [next(gen) % 256 for _ in range(8 * 16)], [127] * 8))
+    # 2^14 + 1.25 x 2^-10 - 2^14 + 1 in one step, weights 1.0 (code 2, scale 2^0): exact keeps the
+    # small term (0x3c01), the V100's truncation drops it (0x3c00), so a kernel computing exact
+    # differs from a v100 reference in every element.
+    crafted = [0x7400, 0x1500, 0xF400, 0x3C00] + [0] * 28
+    model_case = write(os.path.join(tmp, "v100-cancellation.case"),
+                       v1_case(8, 32, 1, crafted, [0x22] * (8 * 16), [127] * 8, model=0))
+    gen = lcg(13)
+    transform_case = write(os.path.join(tmp, "refused.case"),
+                           v1_case(8, 64, 1, [moderate_f16(gen) for _ in range(64)],
+                                   [next(gen) % 256 for _ in range(8 * 32)], [100 + next(gen) % 40 for _ in range(16)],
+                                   model=0, request=0))
+    missing_regressions = os.path.join(tmp, "no-such-folder", "regressions")
+    # The size bound at its edge: the largest case the format allows, as repro states it, and one byte more.
+    bound = re.search(r"\((\d+) bytes at most\)", subprocess.run([repro, "/dev/zero"], capture_output=True, text=True,
+                                                                 timeout=20).stderr)
+    largest = int(bound.group(1)) if bound else 16
+    at_bound = write(os.path.join(tmp, "at-bound.case"), b"MXDF" + bytes(largest - 4))
+    past_bound = write(os.path.join(tmp, "past-bound.case"), b"MXDF" + bytes(largest - 3))
+    cases += [
+        Case("repro --help lists its flags", [repro, "--help"], 0,
+             [r"--\[no\]emit", r"--regressions=VALUE", r"--external=VALUE", r"--show=VALUE"]),
+        Case("repro without a file", [repro], 2, [r"no case file given"]),
+        Case("repro DIR", [repro, tmp], 2, [r"is a directory, not a case file"]),
+        Case("repro /dev/zero does not hang", [repro, "/dev/zero"], 2, [r"larger than any case can be"], timeout=20),
+        Case("repro reads a file as large as the largest case", [repro, at_bound], 2,
+             [r"is not a valid case: "] + ([] if bound else ["repro /dev/zero stated no bound"]),
+             [r"larger than any case"], timeout=20),
+        Case("repro rejects a file one byte larger", [repro, past_bound], 2,
+             [rf"larger than any case can be \({largest} bytes at most\)"], timeout=20),
+        Case("repro of a missing file", [repro, "/nonexistent/x.case"], 2, [r"cannot read /nonexistent/x.case"]),
+        Case("repro of a file that is not a case", [repro, os.path.join(repo, "README.md")], 2,
+             [r"is not a valid case"]),
+        Case("repro with an unknown flag", [repro, corpus_case, "--bogus"], 2, [r"unknown flag --bogus"]),
+        Case("repro --show=-1", [repro, corpus_case, "--show=-1"], 2, [r"--show=-1 must be >= 0"]),
+        Case("repro --emit into a missing folder", [repro, corpus_case, "--emit", f"--regressions={missing_regressions}"],
+             2, [r"does not exist; create it first"],
+             check=lambda out: f"{missing_regressions} was created" if os.path.exists(
+                 os.path.dirname(missing_regressions)) else None),
+        Case("repro of a clean corpus case", [repro, corpus_case], 0, ["reproduced clean"], timeout=60),
+        Case("repro --emit into an existing folder", [repro, corpus_case, "--emit",
+                                                      f"--regressions={os.path.join(tmp, 'emitted')}"], 0,
+             [r"emitted .*emitted/"], before=lambda: os.makedirs(os.path.join(tmp, "emitted"), exist_ok=True),
+             check=lambda out: None if any(f.endswith(".case") for f in os.listdir(os.path.join(tmp, "emitted")))
+             else "no .case file in the --regressions folder", timeout=60),
+        Case("repro: a NaN payload difference is one", [repro, nan_case, f"--external={opt.example_kernel}"], 1,
+             [r"mismatch \[0\]\[4\] .*kernel 0x7ffe .*reference 0x7fff .*NaN payload difference",
+              r"both are NaN: the kernel's payload is 0x7ffe"],
+             [r"  mismatch .*65536 ulp"], env={"MXDIFF_EXAMPLE_KERNEL_FLIP": "1"}, timeout=60),
+        Case("repro names the other transform, the module's model first",
+             [repro, transform_case, f"--external={opt.test_kernel}"], 1,
+             [r"other arithmetics that reproduce the kernel's bits:\n    folded under v100 \(the module's model\): "
+              r"(\d+) of the \1 mismatching elements",
+              r"(first divergent accumulation step|the traces differ only in the final rounding).*"
+              r"folded under v100 \(the module's model\)|against folded under v100 \(the module's model\)"],
+             env={"MXDIFF_TEST_KERNEL": "other-transform"}, timeout=60),
+        Case("repro lists every model that reproduces, the one that explains all first",
+             [repro, model_case, f"--external={opt.test_kernel}"], 1,
+             [r"other arithmetics that reproduce the kernel's bits:\n    ordinary under exact: (\d+) of the \1 "
+              r"mismatching elements", r"against ordinary under exact"],
+             env={"MXDIFF_TEST_KERNEL": "model=exact"}, timeout=60),
+    ]
+
+    # --- the campaign: arguments, builds that cannot fuzz, workers that do not fuzz.
+    out = os.path.join(tmp, "campaign-out")
+    fake = os.path.join(tmp, "fake-build")
+    os.makedirs(os.path.join(fake, "fuzz"))
+    fake_fuzzer(os.path.join(fake, "fuzz", "fuzz_transform"),
+                'echo "fuzz_transform: cannot start: something is missing" >&2; exit 2')
+    fake_fuzzer(os.path.join(fake, "fuzz", "fuzz_dispatch"),
+                'echo "#2\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb" >&2\n'
+                'echo "stat::number_of_executed_units: 0" >&2; exit 0')
+    fake_fuzzer(os.path.join(fake, "fuzz", "fuzz_reference"),
+                'mkdir -p "$MXDIFF_FINDINGS_DIR/odd.txt"\n'
+                'echo "#2\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb" >&2\n'
+                'echo "stat::number_of_executed_units: 50" >&2; exit 0')
+    if opt.fuzzing:  # an executable that is not libFuzzer, as the replay build's targets are
+        replay_build = os.path.join(tmp, "replay-build")
+        os.makedirs(os.path.join(replay_build, "fuzz"))
+        with open(os.path.join(replay_build, "fuzz", "fuzz_transform"), "w") as replay:
+            replay.write("#!/bin/sh\necho replayed 0 inputs\n")
+        os.chmod(os.path.join(replay_build, "fuzz", "fuzz_transform"), 0o755)
+    else:
+        replay_build = build  # the real thing: this build's targets are replay binaries
+    not_a_dir = write(os.path.join(tmp, "a-file"), b"x")
+    partial_build = os.path.join(tmp, "partial-build")
+    os.makedirs(os.path.join(partial_build, "fuzz"))
+    cases += [
+        Case("campaign --time 0", campaign + ["--time", "0"], 2, [r"argument --time: must be at least 1, got 0"]),
+        Case("campaign --time -5", campaign + ["--time", "-5"], 2, [r"argument --time: must be at least 1, got -5"]),
+        Case("campaign --time x", campaign + ["--time", "x"], 2, [r"argument --time: 'x' is not a whole number"]),
+        Case("campaign --jobs 0", campaign + ["--jobs", "0"], 2, [r"argument --jobs: must be at least 1"]),
+        Case("campaign --targets ,", campaign + ["--targets", ","], 2, [r"--targets ',' names no target"]),
+        Case("campaign --targets bogus", campaign + ["--targets", "bogus"], 2, [r"unknown targets bogus"]),
+        Case("campaign --out /etc/passwd", campaign + ["--out", "/etc/passwd"], 2,
+             [r"--out /etc/passwd exists and is not a directory"]),
+        Case("campaign --out under a file", campaign + ["--out", os.path.join(not_a_dir, "x")], 2,
+             [r"is not a directory, so the folder cannot be created"]),
+        Case("campaign --build-dir of a missing build", campaign + ["--build-dir", "/nonexistent", "--out", out], 2,
+             [r"no fuzz build at /nonexistent", r"-DMXDIFF_FUZZING=ON"]),
+        Case("campaign --build-dir of a replay (non-fuzz) build",
+             campaign + ["--build-dir", replay_build, "--targets", "fuzz_transform", "--out", out], 2,
+             [r"fuzz_transform: not a libFuzzer binary", r"without -DMXDIFF_FUZZING=ON"]),
+        Case("campaign with a target not built", campaign + ["--build-dir", partial_build, "--targets", "fuzz_dispatch",
+                                                             "--out", out], 2,
+             [r"not built in .*partial-build: fuzz_dispatch; build them: ninja -C"]),
+        Case("campaign --external of a missing file", campaign + ["--external", "/nonexistent/lib.so"], 2,
+             [r"--external /nonexistent/lib.so: no such file"]),
+        Case("campaign --external without fuzz_gemm",
+             campaign + ["--external", opt.example_kernel, "--targets", "fuzz_reference"], 2,
+             [r"--external is fuzzed by fuzz_gemm, which --targets leaves out"]),
+        Case("campaign --check-args", campaign + ["--check-args", "--time", "5"], 0,
+             [r"arguments ok", r"build-targets: fuzz_transform"]),
+        Case("campaign: a worker that stops at start-up fails the campaign",
+             campaign + ["--build-dir", fake, "--targets", "fuzz_transform", "--jobs", "2", "--time", "1",
+                         "--out", out], 3,
+             [r"fuzz_transform worker 0 did not fuzz: stopped before fuzzing \(exit 2\): fuzz_transform: cannot start",
+              r"fuzz_transform worker 1 did not fuzz", r"fuzz_transform .*NOT FUZZED: 2 of 2 worker\(s\)",
+              r"FAILED: 2 worker\(s\) did not fuzz \(exit 3\)"]),
+        Case("campaign: a worker with zero executions fails the campaign",
+             campaign + ["--build-dir", fake, "--targets", "fuzz_dispatch", "--jobs", "1", "--time", "1",
+                         "--out", out], 3,
+             [r"fuzz_dispatch worker 0 did not fuzz: zero executions \(exit 0\)", r"NOT FUZZED: 1 of 1 worker"]),
+        Case("campaign: an unexpected error is a message and exit 2",
+             campaign + ["--build-dir", fake, "--targets", "fuzz_reference", "--jobs", "1", "--time", "1",
+                         "--out", out], 2, [r"campaign: error: IsADirectoryError: .*odd.txt"]),
+    ]
+    if not has_gpu:
+        cases.append(Case("campaign fuzz_gemm without a GPU or --external",
+                          campaign + ["--build-dir", fake, "--targets", "fuzz_gemm", "--out", out], 2,
+                          [r"fuzz_gemm needs a GPU .* or --external LIB"]))
+
+    # --- ./run: its arguments and its vectors are checked before anything is built.
+    cases += [
+        Case("./run --time 0 fails before building", run_job + ["--time", "0"], 2,
+             [r"argument --time: must be at least 1"], [r"run: \[1/4\]"], timeout=120),
+        Case("./run --targets , fails before building", run_job + ["--targets", ","], 2, [r"names no target"],
+             [r"run: \[1/4\]"], timeout=120),
+        Case("./run --build-dir is refused", run_job + ["--build-dir", "x"], 2, [r"--build-dir is chosen by ./run"],
+             timeout=120),
+        Case("./run without its vectors fails before building", run_job + ["--time", "1"], 2,
+             [r"no V100 vectors: /nonexistent/vectors/v100_\*.csv matches nothing"], [r"run: \[1/4\]"],
+             env={"MXDIFF_VECTORS_DIR": "/nonexistent/vectors"}, timeout=120),
+    ]
+
+    # --- the campaign fuzzing for real (libFuzzer build only).
+    if opt.fuzzing:
+        def corpus_listing():
+            return {t: sorted(os.listdir(os.path.join(repo, "corpus", t))) for t in os.listdir(os.path.join(repo, "corpus"))
+                    if os.path.isdir(os.path.join(repo, "corpus", t))}
+        listing = {}
+        bad_library = write(os.path.join(tmp, "not-a-library.so"), b"not an ELF file")
+        cases += [
+            Case("campaign fuzzes a CPU target and leaves corpus/ alone",
+                 campaign + ["--build-dir", build, "--targets", "fuzz_dispatch", "--jobs", "1", "--time", "3",
+                             "--out", out], 0, [r"fuzz_dispatch\s+1\s+\d+\s+[1-9]\d*\s.*\bok$", r"logs and inputs: "],
+                 before=lambda: listing.update(corpus_listing()),
+                 check=lambda output: None if corpus_listing() == listing else "corpus/ changed without --merge",
+                 timeout=180),
+            Case("campaign --external fuzzes an external kernel without a GPU",
+                 campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.example_kernel,
+                             "--jobs", "1", "--time", "3", "--out", out], 0,
+                 [r"external kernel", r"fuzz_gemm\s+1\s+\d+\s+[1-9]\d*\s.*\bok$"], timeout=240),
+            Case("campaign --external finds a kernel's wrong bit",
+                 campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.example_kernel,
+                             "--jobs", "1", "--time", "3", "--out", out], 1,
+                 [r"mismatch/ext-example-reference/", r"repro .*\.case --external=.*libmxdiff_example_kernel\.so"],
+                 env={"MXDIFF_EXAMPLE_KERNEL_FLIP": "1"}, timeout=240),
+            Case("campaign: a module that does not load fails the campaign",
+                 campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", bad_library,
+                             "--jobs", "1", "--time", "3", "--out", out], 3,
+                 [r"fuzz_gemm worker 0 did not fuzz: stopped before fuzzing \(exit 2\): fuzz_gemm: .*not-a-library\.so",
+                  r"NOT FUZZED: 1 of 1 worker"], timeout=240),
+        ]
+    return cases
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", required=True)
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--example-kernel", required=True)
+    parser.add_argument("--test-kernel", required=True)
+    parser.add_argument("--fuzzing", type=int, default=0)
+    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
+    opt = parser.parse_args()
+    opt.repo, opt.build = os.path.abspath(opt.repo), os.path.abspath(opt.build)
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="mxdiff-cli-") as tmp:
+        cases = [c for c in build_cases(opt, tmp) if opt.k in c.name]
+        for case in cases:
+            if case.before:
+                case.before()
+            status, output, seconds = run(case)
+            problems = []
+            if status is None:
+                problems.append(f"no exit within {case.timeout} s (a hang): killed")
+            elif status != case.status:
+                problems.append(f"exit status {status}, expected {case.status}")
+            for pattern in case.says:
+                if not re.search(pattern, output, re.M):
+                    problems.append(f"output lacks /{pattern}/")
+            for pattern in case.never:
+                if re.search(pattern, output, re.M):
+                    problems.append(f"output has /{pattern}/")
+            if case.check and status is not None:
+                extra = case.check(output)
+                if extra:
+                    problems.append(extra)
+            print(f"{'ok  ' if not problems else 'FAIL'} {case.name} (exit {status}, {seconds:.1f} s)")
+            if problems:
+                failures += 1
+                command = " ".join(case.argv)
+                env = " ".join(f"{k}={v}" for k, v in case.env.items())
+                print(f"     command: {env + ' ' if env else ''}{command}")
+                for p in problems:
+                    print(f"     {p}")
+                print("     output:\n" + "\n".join("       | " + line for line in output.splitlines()[-40:]))
+        print(f"{len(cases) - failures} of {len(cases)} cases passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

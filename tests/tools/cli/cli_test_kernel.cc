@@ -1,0 +1,75 @@
+// An external kernel (fuzz/modules/mxdiff_kernel_abi.h) for the CLI contract test: the reference
+// behind the ABI with one deliberate deviation chosen by MXDIFF_TEST_KERNEL, so that repro's
+// explanation can be checked against a known cause:
+//   other-transform  computes the transform the caller did not ask for
+//   model=NAME       computes under step model NAME instead of the case's
+// Unset, it is the reference (no mismatch).
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fuzz/modules/mxdiff_kernel_abi.h"
+#include "reference/reference_gemm.h"
+
+namespace {
+
+int Fail(int code, char* message, size_t message_size, const std::string& text) {
+  if (message_size > 0) {
+    const size_t length = std::min(text.size(), message_size - 1);
+    std::memcpy(message, text.data(), length);
+    message[length] = '\0';
+  }
+  return code;
+}
+
+int RunTestKernel(const mxdiff_problem* p, uint16_t* output, char* message, size_t message_size) {
+  if (p->groups <= 0 || p->n <= 0 || p->k <= 0 || p->row_offsets == nullptr || p->transform < 0 ||
+      p->transform > 1 || p->step_model < 0 || p->step_model >= mxdiff::kStepModelCount) {
+    return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size, "descriptor outside what this kernel knows");
+  }
+  mxdiff::ReferenceOptions options;
+  options.transform = mxdiff::Transform(p->transform);
+  options.model = mxdiff::StepModel(p->step_model);
+  const char* deviation = std::getenv("MXDIFF_TEST_KERNEL");
+  const std::string mode = deviation == nullptr ? "" : deviation;
+  if (mode == "other-transform") {
+    options.transform = options.transform == mxdiff::Transform::kOrdinary ? mxdiff::Transform::kFolded
+                                                                          : mxdiff::Transform::kOrdinary;
+  } else if (mode.rfind("model=", 0) == 0) {
+    const std::optional<mxdiff::StepModel> model = mxdiff::ParseStepModel(mode.substr(6));
+    if (!model) return Fail(MXDIFF_KERNEL_FAILED, message, message_size, "MXDIFF_TEST_KERNEL: unknown model " + mode);
+    options.model = *model;
+  } else if (!mode.empty()) {
+    return Fail(MXDIFF_KERNEL_FAILED, message, message_size, "MXDIFF_TEST_KERNEL: unknown mode " + mode);
+  }
+  const size_t rows = size_t(p->row_offsets[p->groups]);
+  const size_t groups = size_t(p->groups), n = size_t(p->n), k = size_t(p->k);
+  mxdiff::GroupedProblem problem;
+  problem.groups = p->groups;
+  problem.n = p->n;
+  problem.k = p->k;
+  problem.row_offsets = std::span<const int32_t>(p->row_offsets, groups + 1);
+  problem.activations = std::span<const uint16_t>(p->activations, rows * k);
+  problem.packed_codes = std::span<const uint8_t>(p->packed_codes, groups * n * k / 2);
+  problem.scale_bytes = std::span<const uint8_t>(p->scale_bytes, groups * n * k / mxdiff::kBlockK);
+  options.tactic.cta_k = p->cta_k;
+  options.tactic.splits = p->splits;
+  options.threads = 1;
+  std::vector<uint16_t> result;
+  if (absl::Status status = mxdiff::ReferenceGemm(problem, options, result); !status.ok()) {
+    return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size, std::string(status.message()));
+  }
+  if (!result.empty()) std::memcpy(output, result.data(), result.size() * sizeof(uint16_t));
+  return MXDIFF_KERNEL_OK;
+}
+
+constexpr mxdiff_kernel kTestKernel = {MXDIFF_KERNEL_ABI_VERSION, "cli-test", RunTestKernel};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const mxdiff_kernel* mxdiff_kernel_entry(void) {
+  return &kTestKernel;
+}

@@ -1,0 +1,70 @@
+// `mxdiff audit`: headers, selection, scan and the verdict per kernel layer, composed; the
+// report writers (report_text.cc, report_json.cc) and the exit status work on the result.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/admission.h"
+#include "reference/mx_spec.h"
+#include "tools/audit/byte_source.h"
+#include "tools/audit/checkpoint.h"
+#include "tools/audit/scale_plan.h"
+#include "tools/audit/scale_scan.h"
+
+namespace mxdiff::audit {
+
+struct AuditOptions {
+  SelectionOptions selection;
+  ScanOptions scan;
+  bool keep_going = false;  // audit the rest after an error (the exit status is still 2)
+};
+
+struct AuditResult {
+  Checkpoint checkpoint;
+  AuditPlan plan;
+  ScanResult scan;
+  size_t max_positions = 16;
+  std::vector<AuditError> errors;  // all of them: headers, selection, scan
+};
+
+AuditResult RunAudit(const std::vector<std::string>& paths, const AuditOptions& options);
+// The same on a checkpoint already loaded, its bytes from `source` (the fuzz target, tests).
+AuditResult AuditCheckpoint(Checkpoint checkpoint, const ByteSource& source, const AuditOptions& options);
+
+struct LayerRefusal {
+  size_t scale = 0;        // into plan.scales
+  uint64_t index = 0;      // within that tensor
+  uint64_t layer_index = 0;  // within the layer's scale bytes, kernel order
+  uint8_t raw = 0;
+};
+
+struct LayerVerdict {
+  bool admitted = false;
+  uint64_t refused_bytes = 0;
+  std::vector<LayerRefusal> first_refused;  // the first max_positions, kernel order
+  ScaleHistogram histogram{};
+  std::vector<LayerProblem> problems;  // the plan's, plus members that could not be read
+};
+
+// By the reference's rule: admitted exactly when the layer has no structural problem, every
+// member was read, and no byte is outside FoldAdmittedBytes().
+LayerVerdict JudgeLayer(const AuditResult& result, const KernelLayer& layer);
+
+// 0 every kernel layer admitted, 1 some layer refused, 2 an error.
+int ExitStatus(const AuditResult& result);
+
+// Per raw byte, the MX-spec deviations the ordinary kernel makes for some code under it (bit d
+// for SpecDeviation d), from reference/mx_spec.h.
+const std::array<uint8_t, 256>& OrdinaryDeviations();
+
+// The flat index of a tensor element as coordinates: 17 in [4, 8] -> [2, 1].
+std::vector<uint64_t> Coordinates(uint64_t index, std::span<const uint64_t> shape);
+
+std::string TextReport(const AuditResult& result);
+std::string JsonReport(const AuditResult& result);  // schema: tools/audit/README.md
+
+}  // namespace mxdiff::audit

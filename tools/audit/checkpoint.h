@@ -1,0 +1,56 @@
+// What `mxdiff audit PATH...` audits: every PATH is a safetensors file, a folder (its
+// `*.safetensors.index.json` if it has one, else all its `*.safetensors` files), or a sharded
+// checkpoint's index; together they form one checkpoint, so a tensor name may occur only once.
+// Only headers are read here.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tools/audit/audit_error.h"
+#include "tools/audit/safetensors_header.h"
+
+namespace mxdiff::audit {
+
+struct CheckpointFile {
+  std::string path;
+  SafetensorsHeader header;
+};
+
+struct TensorRef {
+  size_t file = 0;
+  size_t index = 0;  // into files[file].header.tensors
+  bool operator==(const TensorRef&) const = default;
+};
+
+struct Checkpoint {
+  std::vector<std::string> inputs;
+  std::vector<CheckpointFile> files;  // the files whose headers are valid
+  std::vector<AuditError> errors;
+  std::unordered_map<std::string, TensorRef> by_name;
+
+  const TensorInfo& tensor(TensorRef ref) const { return files[ref.file].header.tensors[ref.index]; }
+  const TensorInfo* Find(std::string_view name, TensorRef* ref = nullptr) const;
+};
+
+// A sharded checkpoint's index: {"metadata": {...}, "weight_map": {"tensor": "shard file", ...}}.
+struct ShardIndex {
+  std::map<std::string, std::string> weight_map;  // tensor -> shard file name (relative to the index)
+};
+absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view file, std::string_view text);
+
+// Reads the headers of everything the paths name. Without keep_going it stops at the first
+// error; with it, files with errors are left out and the errors kept.
+Checkpoint LoadCheckpoint(const std::vector<std::string>& paths, bool keep_going);
+
+// Adds a parsed file (tests and the fuzz target build checkpoints from memory with this).
+// Duplicate names across files become errors.
+void AddCheckpointFile(Checkpoint& checkpoint, std::string path, SafetensorsHeader header);
+
+}  // namespace mxdiff::audit

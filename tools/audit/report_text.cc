@@ -1,0 +1,120 @@
+// The short human summary `mxdiff audit` prints by default.
+#include <map>
+#include <string>
+
+#include "fmt/core.h"
+#include "tools/audit/audit.h"
+#include "tools/audit/strict_json.h"
+
+namespace mxdiff::audit {
+namespace {
+
+constexpr size_t kListedLayers = 20;  // refused layers listed one by one; the rest counted
+
+std::string Count(uint64_t value, std::string_view noun) {
+  return fmt::format("{} {}{}", value, noun, value == 1 ? "" : "s");
+}
+
+// "[5, 3]"
+std::string Position(const AuditResult& result, size_t scale, uint64_t index) {
+  return FormatShape(Coordinates(index, result.checkpoint.tensor(result.plan.scales[scale].ref).shape));
+}
+
+std::string LayerLine(const AuditResult& result, const KernelLayer& layer, const LayerVerdict& verdict) {
+  std::string line = fmt::format("  refused {}", layer.name);
+  if (layer.groups > 0) line += fmt::format(" ({} groups x N {} x K {})", layer.groups, layer.n, layer.k);
+  line += ":";
+  for (const LayerProblem& problem : verdict.problems) {
+    line += problem.tensor.empty() ? fmt::format("\n    {}", problem.message)
+                                   : fmt::format("\n    {}: {}", problem.tensor, problem.message);
+  }
+  if (verdict.refused_bytes > 0) {
+    line += fmt::format("\n    {} outside {}", Count(verdict.refused_bytes, "scale byte"), DescribeFoldAdmittedSet());
+    const size_t shown = std::min<size_t>(verdict.first_refused.size(), 3);
+    for (size_t i = 0; i < shown; ++i) {
+      const LayerRefusal& refused = verdict.first_refused[i];
+      line += fmt::format("{}raw {} at {}{} (layer byte {})", i == 0 ? ": " : ", ", refused.raw,
+                          result.plan.scales[refused.scale].name, Position(result, refused.scale, refused.index),
+                          refused.layer_index);
+    }
+    if (verdict.refused_bytes > shown) line += ", ...";
+  }
+  return line + "\n";
+}
+
+}  // namespace
+
+std::string TextReport(const AuditResult& result) {
+  std::string text;
+  uint64_t scale_bytes = 0;
+  ScaleHistogram all{};
+  for (size_t s = 0; s < result.plan.scales.size(); ++s) {
+    scale_bytes += result.checkpoint.tensor(result.plan.scales[s].ref).byte_size();
+    if (s < result.scan.tensors.size()) {
+      for (const auto& [raw, count] : result.scan.tensors[s].histogram) all[raw] += count;
+    }
+  }
+  int min = -1, max = -1;
+  for (int raw = 0; raw < 256; ++raw) {
+    if (all[raw] == 0) continue;
+    if (min < 0) min = raw;
+    max = raw;
+  }
+  text += fmt::format("mxdiff audit: {}, {} ({}){}\n", Count(result.checkpoint.files.size(), "file"),
+                      Count(result.plan.scales.size(), "scale tensor"), Count(scale_bytes, "byte"),
+                      min < 0 ? std::string() : fmt::format(", raw {}..{}", min, max));
+  text += fmt::format("admission rule {}\n", AdmissionRuleVersion());
+
+  size_t refused_layers = 0;
+  std::string refused_lines;
+  for (const KernelLayer& layer : result.plan.layers) {
+    const LayerVerdict verdict = JudgeLayer(result, layer);
+    if (verdict.admitted) continue;
+    if (refused_layers++ < kListedLayers) refused_lines += LayerLine(result, layer, verdict);
+  }
+  text += fmt::format("kernel layers: {} admitted, {} refused\n", result.plan.layers.size() - refused_layers,
+                      refused_layers);
+  text += refused_lines;
+  if (refused_layers > kListedLayers) {
+    text += fmt::format("  ... and {} more refused (--json lists all)\n", refused_layers - kListedLayers);
+  }
+
+  // MX-spec deviations of the ordinary kernel over every scale byte read.
+  const std::array<uint8_t, 256>& deviations = OrdinaryDeviations();
+  std::string deviation_text;
+  for (int d = 1; d < kSpecDeviationCount; ++d) {
+    uint64_t bytes = 0;
+    int lo = -1, hi = -1;
+    for (int raw = 0; raw < 256; ++raw) {
+      if (all[raw] == 0 || !(deviations[raw] >> d & 1)) continue;
+      bytes += all[raw];
+      if (lo < 0) lo = raw;
+      hi = raw;
+    }
+    if (bytes == 0) continue;
+    deviation_text += fmt::format("{}{} {} (raw {})", deviation_text.empty() ? "" : "; ",
+                                  SpecDeviationName(SpecDeviation(d)), Count(bytes, "byte"),
+                                  lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi));
+  }
+  text += fmt::format("MX-spec deviations of the ordinary kernel: {}\n",
+                      deviation_text.empty() ? std::string("none") : deviation_text);
+
+  // Scale tensors in no kernel layer, grouped by why.
+  std::map<std::string, std::pair<size_t, std::string>> notes;  // reason -> count, an example
+  for (const ScaleTensor& scale : result.plan.scales) {
+    if (scale.layer >= 0) continue;
+    auto& [count, example] = notes[scale.note_kind];
+    if (count++ == 0) example = scale.name;
+  }
+  for (const auto& [reason, entry] : notes) {
+    text += fmt::format("in no kernel layer: {} ({}, e.g. {})\n", Count(entry.first, "scale tensor"), reason,
+                        Quoted(entry.second));
+  }
+  const int status = ExitStatus(result);
+  text += status == 0   ? "verdict: every kernel layer admitted\n"
+          : status == 1 ? fmt::format("verdict: {} of {} kernel layers refused\n", refused_layers, result.plan.layers.size())
+                        : fmt::format("verdict: {} (on stderr): the audit is incomplete\n", Count(result.errors.size(), "error"));
+  return text;
+}
+
+}  // namespace mxdiff::audit

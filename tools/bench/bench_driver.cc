@@ -1,0 +1,391 @@
+#include "tools/bench/bench_driver.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "fmt/format.h"
+#include "kernels/gemm_runner.h"
+#include "tools/bench/bit_compare.h"
+#include "tools/bench/device_arms.h"
+#include "tools/bench/nvml_monitor.h"
+
+namespace mxdiff::bench {
+namespace {
+
+constexpr int kCaptureThreadLocal = int(cudaStreamCaptureModeThreadLocal);
+constexpr int kCaptureRelaxed = int(cudaStreamCaptureModeRelaxed);
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class Stream {
+ public:
+  ~Stream() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  absl::Status Create() {
+    const cudaError_t error = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+    if (error == cudaSuccess) return absl::OkStatus();
+    return absl::InternalError(fmt::format("cudaStreamCreate: {}", cudaGetErrorString(error)));
+  }
+  void* get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+std::optional<DifferenceView> View(const ExperimentReport& e) {
+  if (!e.has_analysis()) return std::nullopt;
+  return DifferenceView{e.result.analysis.difference.estimate, e.result.analysis.difference.ci};
+}
+
+class ShapeBench {
+ public:
+  ShapeBench(const BenchConfig& config, GemmRunner& runner, void* stream, L2Flusher* flusher, NvmlMonitor* monitor,
+             bool host_timing)
+      : config_(config),
+        runner_(runner),
+        stream_(stream),
+        flusher_(flusher),
+        monitor_(monitor),
+        host_timing_(host_timing) {}
+
+  // Errors here are the device's (sticky): the caller stops the whole run.
+  absl::StatusOr<ShapeReport> Run(const ShapeSpec& shape) {
+    ShapeReport report;
+    report.shape = shape;
+    name_ = shape.name;
+    report.groups = config_.groups;
+    report.rows_per_group = config_.rows_per_group;
+    const size_t set_bytes = size_t(config_.groups) * shape.n * (shape.k / 2) +
+                             size_t(config_.groups) * shape.n * (shape.k / kBlockK) * sizeof(uint16_t);
+    const int count =
+        int(std::max<size_t>(size_t(config_.min_sets), (config_.sets_bytes + set_bytes - 1) / set_bytes));
+    Log(fmt::format("{}: preparing {} weight sets of {:.1f} MB", shape.name, count, set_bytes * 1e-6));
+    absl::StatusOr<std::unique_ptr<LayerSets>> sets = LayerSets::Create(
+        runner_, config_.groups, config_.rows_per_group, shape.n, shape.k, count, config_.seed, host_timing_);
+    if (!sets.ok()) {
+      report.error = std::string(sets.status().message());
+      return report;
+    }
+    sets_ = std::move(*sets);
+    report.sets = sets_->count();
+    report.set_bytes = sets_->set_bytes();
+    if (config_.tactic) {
+      tactic_ = *config_.tactic;
+      report.tactic_source = "--tactic";
+    } else if (config_.tune) {
+      absl::StatusOr<Tactic> tuned = runner_.Tune(sets_->set(0), sets_->row_offsets());
+      if (!tuned.ok()) {
+        report.error = fmt::format("tuning: {}", std::string(tuned.status().message()));
+        return report;
+      }
+      tactic_ = *tuned;
+      report.tactic_source = "tuned once (GemmRunner::Tune)";
+    } else {
+      tactic_ = runner_.DefaultTactic(shape.n, shape.k, sets_->row_offsets());
+      report.tactic_source = "dispatch table";
+    }
+    report.tactic = TacticName(tactic_);
+    calls_ = config_.calls > 0 ? config_.calls
+             : host_timing_    ? count
+                               : (std::max(32, count) + count - 1) / count * count;
+    report.calls_per_replay = calls_;
+    report.l2_flush_bytes = flusher_ != nullptr ? flusher_->bytes() : 0;
+    if (monitor_ != nullptr) {
+      const ClockReading r = monitor_->Read();
+      report.clocks = fmt::format("SM {} MHz, memory {} MHz, {} C, {:.0f} W, reasons {}", r.sm_mhz, r.memory_mhz,
+                                  monitor_->TemperatureC(), monitor_->PowerW(), ReasonNames(r.reasons));
+    }
+
+    uint64_t seed = config_.seed;
+    report.experiments.push_back(Paired(Protocol::kSound, config_.a, config_.b, Pattern::kAbba, false, ++seed));
+    if (Bits(report.experiments.back())) {
+      report.experiments.push_back(Paired(Protocol::kSwapped, config_.a, config_.b, Pattern::kBaab, true, ++seed));
+      report.experiments.push_back(Paired(Protocol::kSameArm, config_.a, config_.a, Pattern::kAbba, false, ++seed));
+      if (config_.naive) report.experiments.push_back(Naive(++seed));
+    }
+    if (absl::Status health = runner_.CheckDevice(); !health.ok()) return health;
+
+    VerdictInput input;
+    input.bits_equal = true;
+    for (const ExperimentReport& e : report.experiments) {
+      if (e.protocol == Protocol::kNaive || !e.bits_checked || e.bits_equal) continue;
+      input.bits_equal = false;
+      input.bits_detail = fmt::format("{}: {}", ProtocolName(e.protocol), e.bits_detail);
+      break;
+    }
+    for (const ExperimentReport& e : report.experiments) {
+      if (e.protocol == Protocol::kSound) input.sound = View(e);
+      if (e.protocol == Protocol::kSwapped) input.swapped = View(e);
+      if (e.protocol == Protocol::kSameArm) input.same_arm = View(e);
+    }
+    report.verdict = DecideVerdict(input, config_.a.Label(), config_.b.Label());
+    Log(fmt::format("{}: verdict {}", shape.name, report.verdict.message));
+    sets_.reset();
+    return report;
+  }
+
+ private:
+  static bool Bits(const ExperimentReport& e) { return !e.bits_checked || e.bits_equal; }
+
+  void Log(const std::string& line) const {
+    if (config_.log) config_.log(line);
+  }
+
+  ExperimentConfig TimingConfig(Pattern pattern, uint64_t seed) const {
+    return ExperimentConfig{.pattern = pattern,
+                            .stopping = config_.stopping,
+                            .check_resamples = config_.check_resamples,
+                            .resamples = config_.resamples,
+                            .confidence = config_.confidence,
+                            .seed = seed};
+  }
+
+  absl::StatusOr<std::unique_ptr<BenchArm>> MakeArm(const ArmSpec& spec, const LayerSets& sets,
+                                                    std::string label) const {
+    if (spec.kind == ArmKind::kExternal) {
+      return MakeExternalArm(std::move(label), spec.library, spec.transform, tactic_, config_.ext_model, sets, stream_,
+                             calls_, flusher_);
+    }
+    const RunRequest request{
+        .transform = spec.transform == Transform::kOrdinary ? TransformRequest::kOrdinary : TransformRequest::kFolded,
+        .policy = FallbackPolicy::kFailClosed,
+        .tactic = spec.tactic.value_or(tactic_)};
+    if (host_timing_) return MakeHostBuiltinArm(std::move(label), sets, request, stream_, calls_, flusher_);
+    return MakeGraphArm(std::move(label), sets, request, stream_, calls_, flusher_);
+  }
+
+  void Timed(ExperimentReport& e, BenchArm& a, BenchArm& b) const {
+    absl::StatusOr<ExperimentResult> result =
+        RunExperiment(a, b, monitor_, TimingConfig(e.pattern, e.seed), NowSeconds);
+    if (!result.ok()) {
+      e.error = std::string(result.status().message());
+      return;
+    }
+    e.result = *std::move(result);
+    Log(fmt::format("{}: {} {}: {} rounds ({} throttled), stop {}, {:.1f} s{}", name_, ProtocolName(e.protocol),
+                    PatternName(e.pattern), e.result.rounds_run, e.result.rounds_discarded,
+                    StopReasonName(e.result.stop), e.result.seconds,
+                    e.has_analysis() ? fmt::format(", B-A {:+.3f} us [{:+.3f}, {:+.3f}]",
+                                                   e.result.analysis.difference.estimate,
+                                                   e.result.analysis.difference.ci.low,
+                                                   e.result.analysis.difference.ci.high)
+                                     : std::string()));
+  }
+
+  // Compares the outputs both graphs left after timing (the same set, when they end on one).
+  static void CheckLastOutputs(ExperimentReport& e, BenchArm& a, BenchArm& b, int n, bool is_error) {
+    if (a.last_set() != b.last_set()) return;
+    absl::StatusOr<std::vector<uint16_t>> la = a.LastOutput();
+    absl::StatusOr<std::vector<uint16_t>> lb = b.LastOutput();
+    if (!la.ok() || !lb.ok()) {
+      e.error = std::string((!la.ok() ? la.status() : lb.status()).message());
+      return;
+    }
+    e.bits_checked = true;
+    std::string difference = DescribeBitDifference(*la, *lb, n);
+    if (difference.empty()) difference = DescribeUnwritten(*la, n);
+    if (difference.empty()) return;
+    e.bits_equal = false;
+    e.bits_detail = fmt::format("after timing, set {}: {}", a.last_set(), difference);
+    if (is_error) e.error = "outputs differ after timing: no speed claim";
+  }
+
+  ExperimentReport Paired(Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern, bool b_first,
+                          uint64_t seed) {
+    ExperimentReport e;
+    e.protocol = protocol;
+    e.pattern = pattern;
+    e.seed = seed;
+    const bool same = protocol == Protocol::kSameArm;
+    e.a.label = sa.Label();
+    e.b.label = same ? sb.Label() + "'" : sb.Label();
+    e.method = fmt::format(
+        "{}pinned {}; both arms ran all {} sets once (first use) and were compared bit for bit before timing; {} "
+        "warmed ({} passes) and captured first, then {}; {} calls per replay over {} rotating sets; {}",
+        same ? "A against a second, independently captured A; " : "", TacticName(tactic_), sets_->count(),
+        b_first ? "B" : "A", config_.warmup_passes, b_first ? "A" : "B", calls_, sets_->count(),
+        flusher_ != nullptr ? "L2 flushed before each replay" : "no L2 flush");
+    Log(fmt::format("{}: {} {}: {} vs {}", name_, ProtocolName(protocol), PatternName(pattern), e.a.label,
+                    e.b.label));
+    absl::StatusOr<std::unique_ptr<BenchArm>> a = MakeArm(sa, *sets_, e.a.label);
+    absl::StatusOr<std::unique_ptr<BenchArm>> b = a.ok() ? MakeArm(sb, *sets_, e.b.label) : a.status();
+    if (!b.ok()) {
+      e.error = std::string(b.status().message());
+      return e;
+    }
+    // Every first use, and the bit check, before anything is timed.
+    e.bits_equal = true;
+    for (int s = 0; s < sets_->count() && e.bits_equal; ++s) {
+      absl::StatusOr<std::vector<uint16_t>> ra = (*a)->RunSet(s);
+      absl::StatusOr<std::vector<uint16_t>> rb = ra.ok() ? (*b)->RunSet(s) : ra.status();
+      if (!rb.ok()) {
+        e.error = std::string(rb.status().message());
+        return e;
+      }
+      if (std::string difference = DescribeBitDifference(*ra, *rb, sets_->n()); !difference.empty()) {
+        e.bits_equal = false;
+        e.bits_detail = fmt::format("set {}: {}", s, difference);
+      }
+    }
+    e.bits_checked = true;
+    e.a.route = (*a)->route();
+    e.b.route = (*b)->route();
+    if (!e.bits_equal) {
+      e.error = "outputs differ: not timed (no speed claim comes with a bit change)";
+      return e;
+    }
+    BenchArm* order[2] = {a->get(), b->get()};
+    if (b_first) std::swap(order[0], order[1]);
+    for (BenchArm* arm : order) {
+      absl::Status status = arm->WarmUp(config_.warmup_passes);
+      if (status.ok()) status = arm->PrepareTiming(kCaptureThreadLocal, /*launch_once=*/true);
+      if (!status.ok()) {
+        e.error = std::string(status.message());
+        return e;
+      }
+    }
+    Timed(e, **a, **b);
+    if (e.error.empty()) CheckLastOutputs(e, **a, **b, sets_->n(), /*is_error=*/true);
+    return e;
+  }
+
+  ExperimentReport Naive(uint64_t seed) {
+    ExperimentReport e;
+    e.protocol = Protocol::kNaive;
+    e.pattern = Pattern::kAbba;
+    e.seed = seed;
+    e.a.label = config_.a.Label();
+    e.b.label = config_.b.Label();
+    if (host_timing_) {
+      e.error = "the naive protocol needs graph arms (not with an external kernel)";
+      return e;
+    }
+    Log(fmt::format("{}: naive ABBA: {} vs {}", name_, e.a.label, e.b.label));
+    // Fresh runners: nothing tuned, no workspace. A's runner is never touched after A's capture
+    // (its graph holds that runner's workspace), B's runner is the one that was tuned.
+    absl::StatusOr<std::unique_ptr<GemmRunner>> runner_a = GemmRunner::Create(config_.device);
+    absl::StatusOr<std::unique_ptr<GemmRunner>> runner_b =
+        runner_a.ok() ? GemmRunner::Create(config_.device) : runner_a.status();
+    if (!runner_b.ok()) {
+      e.error = std::string(runner_b.status().message());
+      return e;
+    }
+    auto one_set = [&](GemmRunner& runner) {
+      return LayerSets::Create(runner, config_.groups, config_.rows_per_group, sets_->n(), sets_->k(), 1, config_.seed,
+                               false);
+    };
+    absl::StatusOr<std::unique_ptr<LayerSets>> sets_a = one_set(**runner_a);
+    absl::StatusOr<std::unique_ptr<LayerSets>> sets_b = sets_a.ok() ? one_set(**runner_b) : sets_a.status();
+    if (!sets_b.ok()) {
+      e.error = std::string(sets_b.status().message());
+      return e;
+    }
+    auto request = [](const ArmSpec& spec) {
+      return RunRequest{
+          .transform = spec.transform == Transform::kOrdinary ? TransformRequest::kOrdinary : TransformRequest::kFolded,
+          .policy = FallbackPolicy::kFallback,
+          .tactic = spec.tactic};
+    };
+    absl::StatusOr<std::unique_ptr<BenchArm>> a =
+        MakeGraphArm(e.a.label, **sets_a, request(config_.a), stream_, calls_, nullptr);
+    absl::Status status = a.ok() ? (*a)->PrepareTiming(kCaptureRelaxed, /*launch_once=*/false) : a.status();
+    if (!status.ok()) {
+      e.error = fmt::format("A captured cold: {}", std::string(status.message()));
+      return e;
+    }
+    e.a.route = (*a)->route();
+    absl::StatusOr<Tactic> tuned = (*runner_b)->Tune((*sets_b)->set(0), (*sets_b)->row_offsets());
+    if (!tuned.ok()) {
+      e.error = fmt::format("tuning: {}", std::string(tuned.status().message()));
+      return e;
+    }
+    absl::StatusOr<std::unique_ptr<BenchArm>> b =
+        MakeGraphArm(e.b.label, **sets_b, request(config_.b), stream_, calls_, nullptr);
+    status = b.ok() ? (*b)->PrepareTiming(kCaptureRelaxed, /*launch_once=*/false) : b.status();
+    if (!status.ok()) {
+      e.error = fmt::format("B captured after tuning: {}", std::string(status.message()));
+      return e;
+    }
+    e.b.route = (*b)->route();
+    e.method = fmt::format(
+        "the seed's protocol: A captured at its first use on a fresh runner (no warm-up, untuned: {}), then the "
+        "tactic tuned ({}), then B captured on the tuned runner (no warm-up of its own); no tactic pinned; one "
+        "weight set of {:.1f} MB shared (fits in L2), no flush; {} calls per replay",
+        e.a.route, TacticName(*tuned), sets_->set_bytes() * 1e-6, calls_);
+    Timed(e, **a, **b);
+    e.bits_equal = true;  // until the comparison after timing says otherwise
+    if (e.error.empty()) CheckLastOutputs(e, **a, **b, sets_->n(), /*is_error=*/false);
+    return e;
+  }
+
+  const BenchConfig& config_;
+  GemmRunner& runner_;
+  void* stream_;
+  L2Flusher* flusher_;
+  NvmlMonitor* monitor_;
+  bool host_timing_;
+  std::unique_ptr<LayerSets> sets_;
+  std::string name_;
+  Tactic tactic_;
+  int calls_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<BenchReport> RunBench(const BenchConfig& config) {
+  absl::StatusOr<std::unique_ptr<GemmRunner>> runner = GemmRunner::Create(config.device);
+  if (!runner.ok()) return runner.status();
+  Stream stream;
+  if (absl::Status status = stream.Create(); !status.ok()) return status;
+  BenchReport report;
+  report.command = config.command;
+  report.seed = config.seed;
+  report.stopping = config.stopping;
+  report.resamples = config.resamples;
+  report.confidence = config.confidence;
+  int driver = 0;
+  int runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  report.device = fmt::format("{} (CUDA driver {}.{}, runtime {}.{})", (*runner)->DeviceName(), driver / 1000,
+                              driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+
+  char bus_id[32] = {0};
+  std::unique_ptr<NvmlMonitor> monitor;
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, config.device) != cudaSuccess) bus_id[0] = '\0';
+  if (absl::StatusOr<std::unique_ptr<NvmlMonitor>> opened = NvmlMonitor::Open(bus_id); opened.ok()) {
+    monitor = *std::move(opened);
+    report.nvml = fmt::format("NVML: {} at {}, clocks and throttle reasons read around every round{}", monitor->name(),
+                              bus_id,
+                              monitor->reasons_function().empty() ? " (this NVML gives no reasons: nothing discarded)"
+                                                                  : "");
+  } else {
+    report.nvml = fmt::format("{}: clocks not read, no sample flagged as throttled", std::string(opened.status().message()));
+  }
+
+  std::unique_ptr<L2Flusher> flusher;
+  if (config.l2_flush) {
+    absl::StatusOr<std::unique_ptr<L2Flusher>> created = L2Flusher::Create(config.device);
+    if (!created.ok()) return created.status();
+    flusher = *std::move(created);
+  }
+  const bool host_timing = config.a.kind == ArmKind::kExternal || config.b.kind == ArmKind::kExternal;
+  report.timing = host_timing ? "host calls timed by the steady clock (copies in and out included: an external "
+                                "kernel's ABI takes host memory)"
+                              : "CUDA graph replays, each between two device events";
+  ShapeBench bench(config, **runner, stream.get(), flusher.get(), monitor.get(), host_timing);
+  for (const ShapeSpec& shape : config.shapes) {
+    absl::StatusOr<ShapeReport> shape_report = bench.Run(shape);
+    if (!shape_report.ok()) return shape_report.status();
+    report.shapes.push_back(*std::move(shape_report));
+  }
+  return report;
+}
+
+}  // namespace mxdiff::bench

@@ -1,0 +1,64 @@
+// `mxdiff bench` on a GPU: for each shape, the sound comparison of two arms and its controls,
+// and on request the seed's naive protocol beside it. Needs CUDA (MXDIFF_HAVE_CUDA).
+//
+// Sound (A B B A): one tactic, chosen once (the dispatch table's, --tune's or --tactic's), is
+// pinned for both arms, which fail closed (a folded arm that would fall back is an error). Both
+// arms first run every weight set once: module loading, workspace allocation and the bit check
+// (ordinary and folded must agree bit for bit on an admitted layer; a difference stops the
+// shape: no speed claim). Then each arm is warmed up on its own and captured into its own CUDA
+// graph, instantiated and replayed once untimed, A first. Every replay cycles through weight
+// sets worth several times the L2 and is preceded by an L2 flush, so no arm runs from a cache
+// the other filled. After timing, both graphs' last outputs are compared again.
+// Swapped (B A A B): the same with B warmed and captured first. A/A: A against a second,
+// independently captured A.
+//
+// Naive (the seed's flawed protocol, to show the artifact): A is captured at its very first use
+// on a fresh runner (no warm-up; the dispatch state untuned, so the table's tactic; its
+// workspace allocated while capturing); then the tactic is tuned (as the seed's first arm paid
+// for it) and B is captured after that on the tuned runner, inheriting the tuned tactic and the
+// warm workspace; no tactic is pinned, one weight set is shared (it fits in L2), no flush.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "reference/step_model.h"
+#include "tools/bench/bench_spec.h"
+#include "tools/bench/report.h"
+#include "tools/bench/stopping.h"
+
+namespace mxdiff::bench {
+
+struct BenchConfig {
+  ArmSpec a;
+  ArmSpec b;
+  std::vector<ShapeSpec> shapes;
+  int groups = 6;
+  int rows_per_group = 1;
+  std::optional<Tactic> tactic;  // pinned for both arms; absent: the dispatch table's (or --tune)
+  bool tune = false;
+  bool naive = false;
+  StoppingRule stopping;
+  int resamples = 10000;
+  int check_resamples = 2000;
+  double confidence = 0.95;
+  uint64_t seed = 1;  // weights, activations and bootstrap
+  size_t sets_bytes = size_t(256) << 20;
+  int min_sets = 4;
+  int calls = 0;  // per replay; 0: the smallest multiple of the set count >= 32 (host timing: the set count)
+  bool l2_flush = true;
+  int warmup_passes = 2;
+  int device = 0;
+  StepModel ext_model = StepModel::kSm90Emulated;
+  std::string command;
+  std::function<void(const std::string&)> log;  // progress lines; may be empty
+};
+
+// Unavailable where no GPU exists; other errors for a setup that cannot run at all (a sticky
+// device error). A shape or protocol that fails is reported in the report, not here.
+absl::StatusOr<BenchReport> RunBench(const BenchConfig& config);
+
+}  // namespace mxdiff::bench

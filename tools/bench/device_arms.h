@@ -1,0 +1,134 @@
+// The arms `mxdiff bench` times on a GPU, and the data they run on. Needs CUDA (built only with
+// MXDIFF_HAVE_CUDA); the header itself is CUDA-free (streams cross as void*).
+//
+// GraphArm: the builtin kernels through GemmRunner::RunOnDevice, captured as one CUDA graph of
+// `calls` launches that cycle through the weight sets; one replay is one sample, timed by two
+// device events around the graph launch, with the L2 flush (if any) before the first event.
+// HostArm: any arm through a host-in, host-out call (GemmRunner::Run, or an external kernel's
+// C ABI), timed by the steady clock around `calls` calls: the only way to time an external
+// kernel, whose ABI takes host memory; both arms of a comparison then run this way.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fuzz/modules/gemm_module.h"
+#include "kernels/gemm_runner.h"
+#include "tools/bench/experiment.h"
+#include "tools/bench/stats.h"
+
+namespace mxdiff::bench {
+
+// A device allocation (cudaMalloc), freed on destruction.
+class DeviceMemory {
+ public:
+  static absl::StatusOr<DeviceMemory> Allocate(size_t bytes, std::string_view what);
+  DeviceMemory() = default;
+  DeviceMemory(DeviceMemory&& other) noexcept;
+  DeviceMemory& operator=(DeviceMemory&& other) noexcept;
+  ~DeviceMemory();
+  void* get() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Random weights and activations. Scale bytes are raw 113..128, the admitted range, so the folded
+// transform is exact and both variants must give the same bits; codes are any byte;
+// activations are normal fp16 of magnitude 2^-6..2^4 (never zeros: they can run faster).
+struct HostLayer {
+  std::vector<uint8_t> codes;   // groups x n x k/2
+  std::vector<uint8_t> scales;  // groups x n x k/32
+};
+HostLayer MakeHostLayer(uint64_t seed, int groups, int n, int k);
+std::vector<uint16_t> MakeActivations(uint64_t seed, size_t count);
+
+// One shape's weight sets, prepared on one runner, with the activations and row offsets on the
+// device. Set i's data depends on (seed, i) alone, so another runner gets the same weights.
+class LayerSets {
+ public:
+  static absl::StatusOr<std::unique_ptr<LayerSets>> Create(GemmRunner& runner, int groups, int rows_per_group, int n,
+                                                           int k, int count, uint64_t seed, bool keep_host);
+  GemmRunner& runner() const { return runner_; }
+  int groups() const { return groups_; }
+  int n() const { return n_; }
+  int k() const { return k_; }
+  int rows() const { return row_offsets_.back(); }
+  int count() const { return int(sets_.size()); }
+  size_t set_bytes() const { return set_bytes_; }
+  const std::vector<int32_t>& row_offsets() const { return row_offsets_; }
+  const std::vector<uint16_t>& activations() const { return activations_; }
+  const int32_t* device_row_offsets() const { return static_cast<const int32_t*>(device_offsets_.get()); }
+  const uint16_t* device_activations() const { return static_cast<const uint16_t*>(device_activations_.get()); }
+  const PreparedLayer& set(int i) const { return *sets_[size_t(i)]; }
+  bool has_host() const { return !host_.empty(); }
+  const HostLayer& host(int i) const { return host_[size_t(i)]; }  // keep_host only
+
+ private:
+  explicit LayerSets(GemmRunner& runner) : runner_(runner) {}
+  GemmRunner& runner_;
+  int groups_ = 0;
+  int n_ = 0;
+  int k_ = 0;
+  size_t set_bytes_ = 0;
+  std::vector<int32_t> row_offsets_;
+  std::vector<uint16_t> activations_;
+  DeviceMemory device_offsets_;
+  DeviceMemory device_activations_;
+  std::vector<std::unique_ptr<PreparedLayer>> sets_;
+  std::vector<HostLayer> host_;
+};
+
+// Evicts L2 between replays: writes a buffer of twice the L2 size on the stream.
+class L2Flusher {
+ public:
+  static absl::StatusOr<std::unique_ptr<L2Flusher>> Create(int device);
+  absl::Status Flush(void* stream);
+  size_t bytes() const { return memory_.bytes(); }
+
+ private:
+  DeviceMemory memory_;
+  uint8_t value_ = 0;
+};
+
+class BenchArm : public TimedArm {
+ public:
+  virtual std::string label() const = 0;
+  // What ran at the last RunSet or capture: "folded 8x128x64/s16/w0 (folded-admitted)".
+  virtual std::string route() const = 0;
+  // Runs set `index` once, output poisoned first, and returns its bits (the first use of a
+  // runner's kernels and workspace happens here). An unwritten element is an error.
+  virtual absl::StatusOr<std::vector<uint16_t>> RunSet(int index) = 0;
+  // `passes` runs over every set, untimed.
+  virtual absl::Status WarmUp(int passes) = 0;
+  // Graph arms: capture (cudaStreamCaptureMode `capture_mode`: 0 global, 1 thread-local,
+  // 2 relaxed), instantiate, and with `launch_once` one untimed replay. Host arms: nothing.
+  virtual absl::Status PrepareTiming(int capture_mode, bool launch_once) = 0;
+  // The output after the last replay, and which set its last call ran.
+  virtual absl::StatusOr<std::vector<uint16_t>> LastOutput() = 0;
+  virtual int last_set() const = 0;
+};
+
+// `flusher` may be null. `stream` is the cudaStream_t everything runs on. The request is used
+// as is: the sound protocol pins the tactic and fails closed; the naive one does neither.
+absl::StatusOr<std::unique_ptr<BenchArm>> MakeGraphArm(std::string label, const LayerSets& sets, RunRequest request,
+                                                       void* stream, int calls, L2Flusher* flusher);
+// A builtin arm timed through GemmRunner::Run (host memory in and out).
+absl::StatusOr<std::unique_ptr<BenchArm>> MakeHostBuiltinArm(std::string label, const LayerSets& sets,
+                                                             RunRequest request, void* stream, int calls,
+                                                             L2Flusher* flusher);
+// An external kernel (fuzz/modules/mxdiff_kernel_abi.h) computing `transform` with the split
+// partition of `tactic` and the arithmetic of `model`; `sets` must keep host copies.
+absl::StatusOr<std::unique_ptr<BenchArm>> MakeExternalArm(std::string label, const std::string& library,
+                                                          Transform transform, const Tactic& tactic, StepModel model,
+                                                          const LayerSets& sets, void* stream, int calls,
+                                                          L2Flusher* flusher);
+
+std::string DescribeRoute(const Route& route);
+
+}  // namespace mxdiff::bench

@@ -1,0 +1,55 @@
+// mxdiff audit PATH...: the checkpoint scale audit (tools/audit/README.md).
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "fmt/core.h"
+#include "tools/audit/audit.h"
+#include "tools/audit/progress_bar.h"
+#include "tools/mxdiff/commands.h"
+
+ABSL_FLAG(std::string, format, "text", "audit: report format: text (a short summary) or json (tools/audit/README.md)");
+ABSL_FLAG(bool, keep_going, false, "audit: after an error, audit the remaining files (the exit status is still 2)");
+ABSL_FLAG(std::string, pattern, "",
+          "audit: select the scale tensors by this regular expression over whole names instead of by dtype "
+          "F8_E8M0 and the naming conventions");
+ABSL_FLAG(int, threads, 0, "audit: threads reading scale bytes (0: one per hardware thread)");
+ABSL_FLAG(int, max_positions, 16, "audit: refused bytes whose positions are reported, per tensor and per layer");
+
+namespace mxdiff::cli {
+
+int AuditCommand(std::span<const std::string_view> args) {
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "text" && format != "json") {
+    fmt::print(stderr, "mxdiff audit: --format={}: use text or json\n", format);
+    return kExitBadInput;
+  }
+  if (args.empty()) {
+    fmt::print(stderr, "mxdiff audit: no checkpoint (usage: mxdiff audit [--format=json] PATH..., a PATH being a "
+                       ".safetensors file, a folder or a *.safetensors.index.json)\n");
+    return kExitBadInput;
+  }
+  const int threads = absl::GetFlag(FLAGS_threads);
+  const int max_positions = absl::GetFlag(FLAGS_max_positions);
+  if (threads < 0 || threads > 1024 || max_positions < 0 || max_positions > 1'000'000) {
+    fmt::print(stderr, "mxdiff audit: --threads must be 0..1024 and --max_positions 0..1000000\n");
+    return kExitBadInput;
+  }
+  audit::AuditOptions options;
+  options.keep_going = absl::GetFlag(FLAGS_keep_going);
+  if (const std::string pattern = absl::GetFlag(FLAGS_pattern); !pattern.empty()) options.selection.pattern = pattern;
+  options.scan.threads = threads;
+  options.scan.max_positions = size_t(max_positions);
+  const std::vector<std::string> paths(args.begin(), args.end());
+  audit::AuditResult result;
+  {
+    audit::ProgressBar bar(stderr);
+    if (bar.active()) options.scan.progress = [&bar](uint64_t done, uint64_t total) { bar.Update(done, total); };
+    result = audit::RunAudit(paths, options);
+  }  // the bar's line is cleared before anything else is printed
+  for (const audit::AuditError& error : result.errors) fmt::print(stderr, "mxdiff audit: {}\n", error.message);
+  fmt::print("{}", format == "json" ? audit::JsonReport(result) : audit::TextReport(result));
+  return audit::ExitStatus(result);
+}
+
+}  // namespace mxdiff::cli
