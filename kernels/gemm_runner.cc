@@ -355,10 +355,8 @@ absl::StatusOr<std::unique_ptr<GemmRunner>> GemmRunner::CreateWithRegistry(int d
       return absl::InvalidArgumentError(fmt::format("no ordinary kernel {} in this build", TacticName(tactic)));
     }
   }
-  if (registry.max_swizzle() > builtin.max_swizzle()) {
-    return absl::InvalidArgumentError(fmt::format("the registry allows swizzle up to {}, this build's kernels {}",
-                                                  registry.max_swizzle(), builtin.max_swizzle()));
-  }
+  // A subset of the kernels launches no wider a swizzle than the kernels themselves take.
+  registry = registry.WithSwizzleLimit(builtin.max_swizzle());
   int count = 0;
   const cudaError_t count_error = cudaGetDeviceCount(&count);
   if (count_error != cudaSuccess || count == 0) {

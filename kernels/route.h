@@ -47,6 +47,12 @@ class KernelRegistry {
   // launch: an instantiation exists and the swizzle is within max_swizzle().
   absl::Status CheckLaunchable(const Tactic& tactic, Transform transform) const;
   int max_swizzle() const { return max_swizzle_; }
+  // The same kernels with the swizzle limit lowered to `max_swizzle` (never raised).
+  KernelRegistry WithSwizzleLimit(int max_swizzle) const {
+    KernelRegistry narrowed = *this;
+    if (max_swizzle < narrowed.max_swizzle_) narrowed.max_swizzle_ = max_swizzle;
+    return narrowed;
+  }
   // Tactics for which an ordinary kernel exists, in registration order.
   std::vector<Tactic> OrdinaryTactics() const;
   size_t size() const { return entries_.size(); }

@@ -116,6 +116,11 @@ TEST(RouteTest, TheRegistryDecidesTheSwizzleLimit) {
   unlimited.Add(kTactic, Transform::kOrdinary);
   too_wide.swizzle = kMaxSwizzleField;
   EXPECT_TRUE(unlimited.CheckLaunchable(too_wide, Transform::kOrdinary).ok());
+  // What GemmRunner::CreateWithRegistry does with such a registry: the kernels' limit applies.
+  const KernelRegistry narrowed = unlimited.WithSwizzleLimit(kMaxSwizzleLog2);
+  EXPECT_EQ(narrowed.max_swizzle(), kMaxSwizzleLog2);
+  EXPECT_EQ(narrowed.CheckLaunchable(too_wide, Transform::kOrdinary).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(narrowed.WithSwizzleLimit(kMaxSwizzleField).max_swizzle(), kMaxSwizzleLog2);
 }
 
 TEST(RouteTest, NamesAreStable) {
