@@ -1,6 +1,7 @@
 // `mxdiff audit` as users run it: exit status 0 / 1 / 2, the JSON on stdout, errors on stderr,
 // no progress bar when stderr is not a terminal, flags checked.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -24,7 +25,10 @@ struct CliRun {
 };
 
 CliRun Mxdiff(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "/audit_cli_stderr.txt";
+  // One file per process and call: ctest runs these tests in parallel processes.
+  static int calls = 0;
+  const std::string err_file =
+      ::testing::TempDir() + "/audit_cli_stderr." + std::to_string(::getpid()) + "." + std::to_string(calls++) + ".txt";
   const std::string command = std::string(MXDIFF_BINARY) + " audit " + args + " 2>" + err_file;
   CliRun run;
   FILE* pipe = ::popen(command.c_str(), "r");
@@ -36,6 +40,7 @@ CliRun Mxdiff(const std::string& args) {
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::ifstream stream(err_file);
   run.err.assign(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
+  std::remove(err_file.c_str());
   return run;
 }
 
