@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fuzz/case_format.h"
 #include "reference/admission.h"
 
 namespace mxdiff::fuzz {
@@ -82,12 +83,13 @@ class Writer {
 
 template <typename Cursor>
 absl::Status VisitTactic(Cursor& io, const std::string& prefix, Tactic& t) {
-  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".cta_m", 2, 1, 256, t.cta_m));
-  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".cta_n", 2, 1, 256, t.cta_n));
-  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".cta_k", 2, 4, 256, t.cta_k));
+  // The GEMM case format's tactic bounds (fuzz/case_format.h), so both formats take the same tactics.
+  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".cta_m", 2, 1, kMaxTileSize, t.cta_m));
+  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".cta_n", 2, 1, kMaxTileSize, t.cta_n));
+  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".cta_k", 2, 4, kMaxCtaK, t.cta_k));
   if (t.cta_k % 4 != 0) return absl::InvalidArgumentError(fmt::format("{}.cta_k = {} is not a multiple of 4", prefix, t.cta_k));
-  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".splits", 2, 1, 256, t.splits));
-  return io.Int(prefix + ".swizzle", 1, 0, 7, t.swizzle);
+  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".splits", 2, 1, kMaxSplits, t.splits));
+  return io.Int(prefix + ".swizzle", 1, 0, kMaxSwizzle, t.swizzle);
 }
 
 template <typename Enum, typename Cursor>
