@@ -307,18 +307,61 @@ void ResizeCase(FuzzCase& c, int groups, int n, int k, std::span<const int> rows
   c.scale_bytes.resize(size_t(groups) * size_t(n) * size_t(k) / kBlockK);
 }
 
-void MaterializeCase(FuzzCase& c, int threads) {
-  if (const auto& recipe = c.recipe(TensorKind::kActivations)) {
-    c.activations.resize(c.element_count(TensorKind::kActivations));
-    MaterializeActivations(*recipe, c.activations, threads);
+namespace {
+
+std::span<uint8_t> TensorBytesOf(FuzzCase& c, TensorKind kind) {
+  switch (kind) {
+    case TensorKind::kActivations:
+      return {reinterpret_cast<uint8_t*>(c.activations.data()), c.activations.size() * 2};
+    case TensorKind::kCodes:
+      return c.packed_codes;
+    case TensorKind::kScales:
+      return c.scale_bytes;
   }
-  if (const auto& recipe = c.recipe(TensorKind::kCodes)) {
-    c.packed_codes.resize(c.element_count(TensorKind::kCodes) / 2);
-    MaterializeCodes(*recipe, c.packed_codes, threads);
-  }
-  if (const auto& recipe = c.recipe(TensorKind::kScales)) {
-    c.scale_bytes.resize(c.element_count(TensorKind::kScales));
-    MaterializeScales(*recipe, c.scale_bytes, threads);
+  return {};
+}
+
+}  // namespace
+
+void MaterializeCase(FuzzCase& c, int threads, MaterializationMemo* memo) {
+  for (int index = 0; index < kTensorKindCount; ++index) {
+    const TensorKind kind = TensorKind(index);
+    const std::optional<TensorRecipe>& recipe = c.recipe(kind);
+    MaterializationMemo::Tensor* remembered = memo != nullptr ? &memo->tensors[size_t(index)] : nullptr;
+    if (!recipe) {  // an explicit payload now owns the vector
+      if (remembered != nullptr) remembered->valid = false;
+      continue;
+    }
+    const size_t elements = c.element_count(kind);
+    const size_t stored = kind == TensorKind::kCodes ? c.packed_codes.size() * 2
+                          : kind == TensorKind::kActivations ? c.activations.size()
+                                                             : c.scale_bytes.size();
+    if (remembered != nullptr && remembered->valid && remembered->elements == elements && stored == elements &&
+        SameGenerator(remembered->generator, *recipe)) {
+      RematerializeOverrides(kind, *recipe, remembered->override_indices, TensorBytesOf(c, kind));
+    } else {
+      switch (kind) {
+        case TensorKind::kActivations:
+          c.activations.resize(elements);
+          MaterializeActivations(*recipe, c.activations, threads);
+          break;
+        case TensorKind::kCodes:
+          c.packed_codes.resize(elements / 2);
+          MaterializeCodes(*recipe, c.packed_codes, threads);
+          break;
+        case TensorKind::kScales:
+          c.scale_bytes.resize(elements);
+          MaterializeScales(*recipe, c.scale_bytes, threads);
+          break;
+      }
+    }
+    if (remembered != nullptr) {
+      remembered->valid = true;
+      remembered->elements = elements;
+      remembered->generator = TensorRecipe{recipe->value_class, recipe->rare_log2, recipe->seed, {}};
+      remembered->override_indices.clear();
+      for (const TensorOverride& o : recipe->overrides) remembered->override_indices.push_back(o.index);
+    }
   }
 }
 
@@ -340,16 +383,22 @@ absl::Status ValidateCase(const FuzzCase& fuzz_case) {
   return absl::OkStatus();
 }
 
-absl::Status DecodeCaseInto(std::span<const uint8_t> bytes, FuzzCase& fuzz_case, Materialize materialize) {
+absl::Status DecodeCaseInto(std::span<const uint8_t> bytes, FuzzCase& fuzz_case, Materialize materialize,
+                            MaterializationMemo* memo) {
   ByteReader reader(bytes);
-  MXDIFF_RETURN_IF_ERROR(VisitCase(reader, fuzz_case));
-  if (reader.offset() != reader.size()) {
-    return absl::InvalidArgumentError(fmt::format("{} trailing bytes after the case (expected {} bytes in all)",
-                                                  reader.size() - reader.offset(), reader.offset()));
+  absl::Status status = VisitCase(reader, fuzz_case);
+  if (status.ok() && reader.offset() != reader.size()) {
+    status = absl::InvalidArgumentError(fmt::format("{} trailing bytes after the case (expected {} bytes in all)",
+                                                    reader.size() - reader.offset(), reader.offset()));
+  }
+  if (!status.ok()) {
+    if (memo != nullptr) *memo = {};  // the reader may have written any payload vector
+    return status;
   }
   if (materialize == Materialize::kYes) {
-    MaterializeCase(fuzz_case);
+    MaterializeCase(fuzz_case, 0, memo);
   } else {
+    if (memo != nullptr) *memo = {};
     if (fuzz_case.recipe(TensorKind::kActivations)) fuzz_case.activations.clear();
     if (fuzz_case.recipe(TensorKind::kCodes)) fuzz_case.packed_codes.clear();
     if (fuzz_case.recipe(TensorKind::kScales)) fuzz_case.scale_bytes.clear();

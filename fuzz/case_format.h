@@ -109,9 +109,23 @@ struct FuzzCase {
 // (new elements zero; recipes are kept, call MaterializeCase to refill them). Does not validate.
 void ResizeCase(FuzzCase& fuzz_case, int groups, int n, int k, std::span<const int> rows_per_group);
 
+// What MaterializeCase last wrote into one case object's recipe tensors. Handed back with the
+// same case, it lets the next materialization regenerate only what differs: most mutations
+// keep a tensor's generator and move its overrides, the tactic or another tensor. Valid only
+// while nothing else writes that case's tensors (the fuzz loop's decode buffer).
+struct MaterializationMemo {
+  struct Tensor {
+    bool valid = false;
+    size_t elements = 0;
+    TensorRecipe generator;                 // overrides empty
+    std::vector<uint32_t> override_indices;  // of the recipe last materialized
+  };
+  std::array<Tensor, kTensorKindCount> tensors;
+};
+
 // Sizes every recipe tensor's vector for the shape and fills it from its recipe (explicit
 // payloads are left as they are). `threads` as in tensor_recipe.h (0: by size and hardware).
-void MaterializeCase(FuzzCase& fuzz_case, int threads = 0);
+void MaterializeCase(FuzzCase& fuzz_case, int threads = 0, MaterializationMemo* memo = nullptr);
 
 // Checks every bound and every explicit payload's size; the decoder and encoder both apply it.
 // A recipe tensor's vector must be empty or of the shape's size.
@@ -125,7 +139,7 @@ absl::StatusOr<FuzzCase> DecodeCase(std::span<const uint8_t> bytes);
 // The same into an existing case, reusing its buffers (the fuzz loop decodes without
 // allocating); on error the case is unspecified.
 absl::Status DecodeCaseInto(std::span<const uint8_t> bytes, FuzzCase& fuzz_case,
-                            Materialize materialize = Materialize::kYes);
+                            Materialize materialize = Materialize::kYes, MaterializationMemo* memo = nullptr);
 // InvalidArgument if the case is out of bounds (so no invalid file is ever written).
 absl::StatusOr<std::vector<uint8_t>> EncodeCase(const FuzzCase& fuzz_case);
 // Encodes into `out` (cleared first, capacity reused).

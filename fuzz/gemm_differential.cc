@@ -121,14 +121,14 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c) {
   return std::nullopt;
 }
 
-bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, bool admitted,
+bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, const LayerAdmission& admission,
                                       CaseEvaluation& evaluation) {
   const size_t elements = size_t(c.rows()) * size_t(c.n);
   ModuleRun& run = evaluation.runs.emplace_back();
   run.module = module.name();
   run.tactic = module.MapTactic(c);
   run.model = module.model().value_or(c.model);
-  run.expected = module.ExpectedRoute(c, run.tactic);
+  run.expected = module.ExpectedRoute(c, run.tactic, admission);
   run.output.assign(elements, kOutputPoison);
   run.route = module.Run(c, run.tactic, run.output);
   const std::string& name = run.module;
@@ -172,10 +172,9 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, boo
                                                 RouteOrError(run.expected))});
   }
   CountRoute(*run.route);
-  if (run.route->variant == Transform::kFolded && !admitted) {
+  if (run.route->variant == Transform::kFolded && !admission.admitted) {
     return verdict("route", Finding{"route/folded-on-refused",
-                                    fmt::format("{} ran folded on a refused layer: {}", name,
-                                                AdmitLayer(c.scale_bytes).Describe())});
+                                    fmt::format("{} ran folded on a refused layer: {}", name, admission.Describe())});
   }
   if (!SameRoute(*run.route, *run.expected)) {
     return verdict("route", Finding{fmt::format("route/{}/{}-instead-of-{}", name, RouteReasonName(run.route->reason),
@@ -246,9 +245,10 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, boo
 CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   reference_cache_.clear();
   CaseEvaluation evaluation;
-  layer_admitted_ = AdmitLayer(c.scale_bytes).admitted;
+  const LayerAdmission admission = AdmitLayer(c.scale_bytes);  // once: a 256-expert layer has 32 MB of scales
+  layer_admitted_ = admission.admitted;
   for (const std::unique_ptr<GemmModule>& module : modules_) {
-    if (!EvaluateModule(c, *module, layer_admitted_, evaluation)) return evaluation;
+    if (!EvaluateModule(c, *module, admission, evaluation)) return evaluation;
   }
   bool any_ran = false;
   const std::vector<uint16_t>* ordinary_bits = nullptr;

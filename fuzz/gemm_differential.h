@@ -23,6 +23,7 @@
 #include "fuzz/case_format.h"
 #include "fuzz/findings.h"
 #include "fuzz/modules/gemm_module.h"
+#include "reference/admission.h"
 
 namespace mxdiff::fuzz {
 
@@ -81,7 +82,8 @@ class GemmDifferential {
                                                          StepModel model, const Tactic& tactic);
   CheckResult CheckCpuSide(const FuzzCase& fuzz_case);
   // Runs the module and its checks; false when a finding stopped the evaluation.
-  bool EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, bool admitted, CaseEvaluation& evaluation);
+  bool EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,
+                      CaseEvaluation& evaluation);
 
   std::vector<std::unique_ptr<GemmModule>> modules_;
   std::map<ReferenceKey, std::vector<uint16_t>> reference_cache_;

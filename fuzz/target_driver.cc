@@ -12,7 +12,8 @@ namespace mxdiff::fuzz {
 int RunFuzzInput(std::string_view target, const uint8_t* data, size_t size, const CaseCheck& check) {
   const std::span<const uint8_t> input(data, size);
   static thread_local FuzzCase fuzz_case;  // buffers reused across inputs
-  if (!DecodeCaseInto(input, fuzz_case).ok()) return -1;
+  static thread_local MaterializationMemo memo;  // and their generated contents
+  if (!DecodeCaseInto(input, fuzz_case, Materialize::kYes, &memo).ok()) return -1;
   if (CheckResult finding = check(fuzz_case)) ReportFindingAndAbort(target, input, *finding);
   return 0;
 }

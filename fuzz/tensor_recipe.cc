@@ -218,6 +218,33 @@ inline uint64_t CodeUnit(ValueClass value_class, int rare_log2, uint64_t seed, u
   return codes;
 }
 
+// Element `index` of a tensor of `kind` stored as `bytes` (fp16 little-endian, packed codes
+// low nibble first, or scale bytes) becomes `value`; out-of-range indices are ignored.
+inline void SetElement(TensorKind kind, std::span<uint8_t> bytes, uint64_t index, uint16_t value) {
+  switch (kind) {
+    case TensorKind::kActivations:
+      if (index < bytes.size() / 2) std::memcpy(bytes.data() + 2 * index, &value, 2);
+      return;
+    case TensorKind::kCodes:
+      if (index / 2 < bytes.size()) {
+        uint8_t& byte = bytes[index / 2];
+        byte = index % 2 == 0 ? uint8_t((byte & 0xF0) | (value & 0xF)) : uint8_t((byte & 0x0F) | (value << 4));
+      }
+      return;
+    case TensorKind::kScales:
+      if (index < bytes.size()) bytes[index] = uint8_t(value);
+      return;
+  }
+}
+
+void ApplyOverrides(TensorKind kind, const TensorRecipe& recipe, std::span<uint8_t> bytes) {
+  for (const TensorOverride& o : recipe.overrides) SetElement(kind, bytes, o.index, o.value);
+}
+
+std::span<uint8_t> AsBytes(std::span<uint16_t> values) {
+  return {reinterpret_cast<uint8_t*>(values.data()), values.size_bytes()};
+}
+
 }  // namespace
 
 const char* TensorKindName(TensorKind kind) {
@@ -270,9 +297,7 @@ void MaterializeActivations(const TensorRecipe& recipe, std::span<uint16_t> out,
       }
     });
   });
-  for (const TensorOverride& o : recipe.overrides) {
-    if (o.index < out.size()) out[o.index] = o.value;
-  }
+  ApplyOverrides(TensorKind::kActivations, recipe, AsBytes(out));
 }
 
 void MaterializeCodes(const TensorRecipe& recipe, std::span<uint8_t> packed, int threads) {
@@ -292,11 +317,7 @@ void MaterializeCodes(const TensorRecipe& recipe, std::span<uint8_t> packed, int
       }
     });
   });
-  for (const TensorOverride& o : recipe.overrides) {
-    if (o.index / 2 >= packed.size()) continue;
-    uint8_t& byte = packed[o.index / 2];
-    byte = o.index % 2 == 0 ? uint8_t((byte & 0xF0) | (o.value & 0xF)) : uint8_t((byte & 0x0F) | (o.value << 4));
-  }
+  ApplyOverrides(TensorKind::kCodes, recipe, packed);
 }
 
 void MaterializeScales(const TensorRecipe& recipe, std::span<uint8_t> out, int threads) {
@@ -319,9 +340,7 @@ void MaterializeScales(const TensorRecipe& recipe, std::span<uint8_t> out, int t
       }
     });
   });
-  for (const TensorOverride& o : recipe.overrides) {
-    if (o.index < out.size()) out[o.index] = uint8_t(o.value);
-  }
+  ApplyOverrides(TensorKind::kScales, recipe, out);
 }
 
 uint16_t GeneratedElement(TensorKind kind, const TensorRecipe& recipe, uint64_t index) {
@@ -343,6 +362,16 @@ uint16_t GeneratedElement(TensorKind kind, const TensorRecipe& recipe, uint64_t 
     }
   }
   return 0;
+}
+
+bool SameGenerator(const TensorRecipe& a, const TensorRecipe& b) {
+  return a.value_class == b.value_class && a.rare_log2 == b.rare_log2 && a.seed == b.seed;
+}
+
+void RematerializeOverrides(TensorKind kind, const TensorRecipe& recipe, std::span<const uint32_t> stale,
+                            std::span<uint8_t> tensor) {
+  for (uint32_t index : stale) SetElement(kind, tensor, index, GeneratedElement(kind, recipe, index));
+  ApplyOverrides(kind, recipe, tensor);
 }
 
 std::string DescribeRecipe(const TensorRecipe& recipe) {

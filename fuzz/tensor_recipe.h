@@ -110,6 +110,16 @@ void MaterializeScales(const TensorRecipe& recipe, std::span<uint8_t> out, int t
 // for readers that need a few elements without materializing the tensor.
 uint16_t GeneratedElement(TensorKind kind, const TensorRecipe& recipe, uint64_t index);
 
+// Whether two recipes generate the same tensor before their overrides (class, rare rate, seed).
+bool SameGenerator(const TensorRecipe& a, const TensorRecipe& b);
+
+// `tensor` (stored as in Materialize*: fp16 little-endian, packed codes, scale bytes) holds the
+// materialization of a recipe with `recipe`'s generator but other overrides, at indices `stale`;
+// afterwards it holds `recipe`'s. Costs the overrides, not the tensor: a fuzz loop that moves
+// overrides over 12.6 MB of W13 codes regenerates a few elements per execution.
+void RematerializeOverrides(TensorKind kind, const TensorRecipe& recipe, std::span<const uint32_t> stale,
+                            std::span<uint8_t> tensor);
+
 // "checkpoint seed 0x2a rare 2^-16, 2 overrides" (the overrides themselves are listed by
 // DescribeCase, which knows the shape).
 std::string DescribeRecipe(const TensorRecipe& recipe);

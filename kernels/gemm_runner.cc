@@ -12,6 +12,7 @@
 #include "kernels/grouped_gemm_launch.h"
 #include "kernels/launch_plan.h"
 #include "kernels/tactic_cache.h"
+#include "reference/prepare_layer_scales.h"
 
 namespace mxdiff {
 namespace {
@@ -131,8 +132,7 @@ class CudaGemmRunner final : public GemmRunner {
     for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
       if (transform == Transform::kFolded && !layer->admission().admitted) continue;
       DeviceBuffer& buffer = transform == Transform::kOrdinary ? layer->ordinary_scales : layer->folded_scales;
-      std::transform(scale_bytes.begin(), scale_bytes.end(), prepared.begin(),
-                     [transform](uint8_t raw) { return prepared_scale(transform, raw); });
+      PrepareLayerScales(transform, scale_bytes, prepared);
       MXDIFF_RETURN_IF_ERROR(buffer.Reserve(scale_count * sizeof(uint16_t)));
       MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(buffer.as<void>(), prepared.data(),
                                                    scale_count * sizeof(uint16_t), cudaMemcpyHostToDevice),

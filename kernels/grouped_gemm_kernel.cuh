@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/dependent_launch.cuh"
 #include "kernels/kernel_launch.h"
 #include "kernels/mainloop.cuh"
 #include "kernels/splitk_epilogue.cuh"
@@ -19,6 +20,9 @@ __global__ void __launch_bounds__(128) GroupedGemmKernel(KernelLaunch p) {
   using Epilogue = SplitKEpilogue<kCtaM, kCtaN>;
   __shared__ typename Loop::SharedStorage smem;
 
+  // The tile map and the activations may come from the kernel before (the MoE layer's chain).
+  WaitForPrecedingKernel();
+  LetDependentsStart();
   const int tiles = p.m_tiles * p.n_tiles;
   const int tile = blockIdx.x % tiles;
   const int split = blockIdx.x / tiles;

@@ -34,7 +34,8 @@ absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPl
                       .semaphore_count = args.semaphore_count,
                       .partials = args.partials,
                       .partial_bytes = args.partial_bytes,
-                      .stream = args.stream};
+                      .stream = args.stream,
+                      .dependent = args.dependent};
   if (absl::Status status = CheckLaunch(launch, *plan); !status.ok()) return status;
   if (plan->ctas() == 0) return absl::OkStatus();  // no rows: nothing to compute or write
   const cudaError_t error = args.transform == Transform::kOrdinary ? LaunchOrdinaryKernel(launch)

@@ -30,6 +30,7 @@ struct DeviceGemmArgs {
   float* partials = nullptr;
   size_t partial_bytes = 0;
   void* stream = nullptr;
+  bool dependent = false;  // see KernelLaunch
 };
 
 absl::Status LaunchGroupedGemm(const DeviceGemmArgs& args);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "kernels/builtin_kernels.h"
+#include "kernels/dependent_launch.cuh"
 #include "kernels/grouped_gemm_kernel.cuh"
 #include "kernels/kernel_instantiations.h"
 
@@ -13,9 +14,8 @@ template <Transform kTransform, int kShape>
 cudaError_t LaunchShape(const KernelLaunch& launch) {
   constexpr CtaShape shape = kCtaShapes[kShape];
   const long long ctas = (long long)launch.m_tiles * launch.n_tiles * launch.splits;
-  GroupedGemmKernel<shape.m, shape.n, shape.k, kTransform>
-      <<<unsigned(ctas), kCtaThreads, 0, static_cast<cudaStream_t>(launch.stream)>>>(launch);
-  return cudaGetLastError();
+  return LaunchKernel(GroupedGemmKernel<shape.m, shape.n, shape.k, kTransform>, dim3(unsigned(ctas)),
+                      dim3(kCtaThreads), 0, static_cast<cudaStream_t>(launch.stream), launch.dependent, launch);
 }
 
 template <Transform kTransform, int... kShapes>

@@ -41,6 +41,7 @@ struct KernelLaunch {
   float* partials = nullptr;  // device
   size_t partial_bytes = 0;
   void* stream = nullptr;  // cudaStream_t
+  bool dependent = false;  // a programmatic dependent launch (kernels/dependent_launch.cuh), sm_90+
 };
 
 }  // namespace mxdiff

@@ -10,6 +10,7 @@
 #include "kernels/launch_plan.h"
 #include "kernels/moe_layer_kernels.h"
 #include "kernels/tile_map.h"
+#include "reference/prepare_layer_scales.h"
 
 namespace mxdiff {
 namespace {
@@ -101,6 +102,10 @@ class CudaMoeLayer final : public MoeLayer {
     const MoeShape& s = config_.shape;
     MOE_RETURN_IF_ERROR(Cuda(cudaSetDevice(config_.device), "cudaSetDevice"));
     MOE_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+    int major = 0;
+    MOE_RETURN_IF_ERROR(
+        Cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config_.device), "compute capability"));
+    dependent_launch_ = config_.dependent_launch && major >= 9;
     MOE_RETURN_IF_ERROR(Cuda(cudaMallocHost(reinterpret_cast<void**>(&host_header_), sizeof(MoeDeviceHeader)), "cudaMallocHost"));
     const size_t tokens = size_t(config_.max_tokens), entries = tokens * size_t(s.top_k);
     const size_t rows = size_t(max_rows_), hidden = size_t(s.hidden), inter = size_t(s.intermediate);
@@ -169,8 +174,7 @@ class CudaMoeLayer final : public MoeLayer {
                              "copy codes"));
     std::vector<uint16_t> prepared(scale_bytes.size());
     for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
-      std::transform(scale_bytes.begin(), scale_bytes.end(), prepared.begin(),
-                     [transform](uint8_t raw) { return prepared_scale(transform, raw); });
+      PrepareLayerScales(transform, scale_bytes, prepared);
       MOE_RETURN_IF_ERROR(Cuda(
           cudaMemcpyAsync(gemm.scales[int(transform)].as<uint16_t>() + first_expert * gemm.scales_per_expert,
                           prepared.data(), prepared.size() * sizeof(uint16_t), cudaMemcpyHostToDevice, stream_),
@@ -363,7 +367,7 @@ class CudaMoeLayer final : public MoeLayer {
                                  .intermediate = s.intermediate,
                                  .max_rows = max_rows_,
                                  .limit = config_.swiglu_limit};
-      MOE_RETURN_IF_ERROR(Cuda(LaunchMoeSwiglu(swiglu, stream), "launch SwiGLU"));
+      MOE_RETURN_IF_ERROR(Cuda(LaunchMoeSwiglu(swiglu, stream, dependent_launch_), "launch SwiGLU"));
     }
     if (mask & kMoeStageW2) MOE_RETURN_IF_ERROR(LaunchGemm(1, routes_.w2, activated_, w2_out_, stream));
     if (mask & kMoeStageCombine) {
@@ -378,7 +382,7 @@ class CudaMoeLayer final : public MoeLayer {
                                    .shared_expert = s.shared_expert ? 1 : 0,
                                    .hidden = s.hidden,
                                    .max_tokens = config_.max_tokens};
-      MOE_RETURN_IF_ERROR(Cuda(LaunchMoeCombine(combine, stream), "launch combine"));
+      MOE_RETURN_IF_ERROR(Cuda(LaunchMoeCombine(combine, stream, dependent_launch_), "launch combine"));
     }
     return absl::OkStatus();
   }
@@ -402,7 +406,8 @@ class CudaMoeLayer final : public MoeLayer {
                        .semaphore_count = gemm.semaphores.bytes() / sizeof(int32_t),
                        .partials = gemm.partials.as<float>(),
                        .partial_bytes = gemm.partials.bytes(),
-                       .stream = stream},
+                       .stream = stream,
+                       .dependent = dependent_launch_},
         gemm.plan);
     if (status.ok()) return status;
     return absl::Status(status.code(), fmt::format("{}: {}", MoeGemmName(MoeGemm(g)), std::string(status.message())));
@@ -461,6 +466,7 @@ class CudaMoeLayer final : public MoeLayer {
   GemmRunner& runner_;
   MoeLayerConfig config_;
   int max_rows_ = 0;
+  bool dependent_launch_ = false;
   cudaStream_t stream_ = nullptr;
   MoeDeviceHeader* host_header_ = nullptr;
   Buffer tokens_, expert_ids_, weights_, activations_;

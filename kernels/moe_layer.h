@@ -43,6 +43,10 @@ struct MoeLayerConfig {
   // Fill every stage buffer with 0xFF bytes at the start of each replay (inside the graph), so
   // that an element no kernel wrote reads as fp16 0xFFFF, a NaN no kernel produces (tests).
   bool poison_stages = false;
+  // Launch W13, SwiGLU, W2 and combine as programmatic dependent launches where the device has
+  // them (sm_90+; kernels/dependent_launch.cuh): each may be scheduled while the one before
+  // still runs, which hides four launch latencies per replay. Plain launches where false.
+  bool dependent_launch = true;
   int device = 0;
 };
 

@@ -3,6 +3,7 @@
 // be contracted around them (kernels/CMakeLists.txt).
 #include "kernels/moe_layer_kernels.h"
 
+#include "kernels/dependent_launch.cuh"
 #include "kernels/moe_layer.h"
 #include "kernels/tile_map.h"
 #include "reference/moe_layer_combine.h"
@@ -48,6 +49,8 @@ __global__ void MoeRouteKernel(MoeRouteArgs a) {
   __shared__ int first_bad;
 
   const int t = threadIdx.x;
+  WaitForPrecedingKernel();
+  LetDependentsStart();  // W13's CTAs may take their places; they wait for this kernel's end
   // Every expert id slot is read at once with the token count (they are all in bounds): one
   // global round trip instead of two.
   for (int i = t; i < max_entries; i += threads) ids[i] = __ldg(a.expert_ids + i);
@@ -160,6 +163,8 @@ __global__ void __launch_bounds__(kPairThreads) MoeSwigluKernel(MoeSwigluArgs a)
   const int row = int(index / pairs);
   const int pair = int(index % pairs);
   if (row >= a.max_rows) return;
+  WaitForPrecedingKernel();
+  LetDependentsStart();
   const uint16_t* row_in = a.w13 + size_t(row) * 2 * a.intermediate;
   const int rows = __ldg(&a.header->rows);
   const uint32_t gate = __ldg(reinterpret_cast<const uint32_t*>(row_in) + pair);
@@ -179,6 +184,7 @@ __global__ void __launch_bounds__(kPairThreads) MoeCombineKernel(MoeCombineArgs 
   const int token = int(index / pairs);
   const int pair = int(index % pairs);
   if (token >= a.max_tokens) return;
+  WaitForPrecedingKernel();
   int rows[kMaxMoeTopK + 1];
   float weights[kMaxMoeTopK];
   const int tokens = __ldg(&a.header->tokens);
@@ -236,19 +242,18 @@ cudaError_t ConfigureMoeRoute(size_t shared_bytes) {
 
 cudaError_t LaunchMoeRoute(const MoeRouteArgs& args, cudaStream_t stream) {
   const size_t shared = MoeRouteSharedBytes(args.groups, args.max_tokens, args.top_k, args.max_rows);
-  MoeRouteKernel<<<unsigned(args.max_rows > 0 ? args.max_rows : 1), MoeRouteThreads(args.groups), shared, stream>>>(
-      args);
-  return cudaGetLastError();
+  return LaunchKernel(MoeRouteKernel, dim3(unsigned(args.max_rows > 0 ? args.max_rows : 1)),
+                      dim3(MoeRouteThreads(args.groups)), shared, stream, false, args);
 }
 
-cudaError_t LaunchMoeSwiglu(const MoeSwigluArgs& args, cudaStream_t stream) {
-  MoeSwigluKernel<<<Blocks((long long)args.max_rows * (args.intermediate / 2)), kPairThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+cudaError_t LaunchMoeSwiglu(const MoeSwigluArgs& args, cudaStream_t stream, bool dependent) {
+  return LaunchKernel(MoeSwigluKernel, dim3(Blocks((long long)args.max_rows * (args.intermediate / 2))),
+                      dim3(kPairThreads), 0, stream, dependent, args);
 }
 
-cudaError_t LaunchMoeCombine(const MoeCombineArgs& args, cudaStream_t stream) {
-  MoeCombineKernel<<<Blocks((long long)args.max_tokens * (args.hidden / 2)), kPairThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+cudaError_t LaunchMoeCombine(const MoeCombineArgs& args, cudaStream_t stream, bool dependent) {
+  return LaunchKernel(MoeCombineKernel, dim3(Blocks((long long)args.max_tokens * (args.hidden / 2))),
+                      dim3(kPairThreads), 0, stream, dependent, args);
 }
 
 }  // namespace mxdiff

@@ -58,7 +58,8 @@ struct MoeSwigluArgs {
   int max_rows = 0;
   float limit = 0;
 };
-cudaError_t LaunchMoeSwiglu(const MoeSwigluArgs& args, cudaStream_t stream);
+// `dependent`: a programmatic dependent launch (kernels/dependent_launch.cuh; sm_90 and later).
+cudaError_t LaunchMoeSwiglu(const MoeSwigluArgs& args, cudaStream_t stream, bool dependent);
 
 struct MoeCombineArgs {
   const MoeDeviceHeader* header = nullptr;
@@ -73,6 +74,6 @@ struct MoeCombineArgs {
   int hidden = 0;
   int max_tokens = 0;
 };
-cudaError_t LaunchMoeCombine(const MoeCombineArgs& args, cudaStream_t stream);
+cudaError_t LaunchMoeCombine(const MoeCombineArgs& args, cudaStream_t stream, bool dependent);
 
 }  // namespace mxdiff

@@ -1,8 +1,10 @@
 #include "reference/admission.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "fmt/core.h"
+#include "reference/bulk_loop.h"
 #include "reference/transform.h"
 
 namespace mxdiff {
@@ -75,21 +77,43 @@ std::string LayerAdmission::Describe() const {
   return text;
 }
 
+namespace {
+
+// The per-byte loops of admission (reference/bulk_loop.h).
+MXDIFF_BULK_LOOP size_t CountRefused(const bool* admitted, const uint8_t* bytes, size_t count) {
+  size_t refused = 0;
+  for (size_t i = 0; i < count; ++i) refused += admitted[bytes[i]] ? 0 : 1;
+  return refused;
+}
+
+// The index of the first refused byte at or after `from`, or `count`.
+MXDIFF_BULK_LOOP size_t NextRefused(const bool* admitted, const uint8_t* bytes, size_t from, size_t count) {
+  while (from < count && admitted[bytes[from]]) ++from;
+  return from;
+}
+
+MXDIFF_BULK_LOOP void Count(const uint8_t* bytes, size_t count, uint64_t* histogram) {
+  for (size_t i = 0; i < count; ++i) ++histogram[bytes[i]];
+}
+
+}  // namespace
+
 LayerAdmission AdmitLayer(std::span<const uint8_t> scale_bytes, size_t max_reported) {
   const std::array<bool, 256>& admitted = FoldAdmittedBytes();
   LayerAdmission verdict;
-  for (size_t index = 0; index < scale_bytes.size(); ++index) {
-    if (admitted[scale_bytes[index]]) continue;
-    verdict.admitted = false;
-    ++verdict.refused_count;
-    if (verdict.refused.size() < max_reported) verdict.refused.push_back({index, scale_bytes[index]});
+  verdict.refused_count = CountRefused(admitted.data(), scale_bytes.data(), scale_bytes.size());
+  verdict.admitted = verdict.refused_count == 0;
+  const size_t reported = std::min(max_reported, verdict.refused_count);
+  for (size_t index = 0; verdict.refused.size() < reported; ++index) {
+    index = NextRefused(admitted.data(), scale_bytes.data(), index, scale_bytes.size());
+    verdict.refused.push_back({index, scale_bytes[index]});
   }
   return verdict;
 }
 
 ScaleHistogram HistogramOf(std::span<const uint8_t> scale_bytes) {
   ScaleHistogram histogram{};
-  for (uint8_t raw : scale_bytes) ++histogram[raw];
+  Count(scale_bytes.data(), scale_bytes.size(), histogram.data());
   return histogram;
 }
 

@@ -21,16 +21,16 @@ class ExternalModule final : public GemmModule {
 
   // The harness routes for the external kernel by the rules of kernels/route.h, as if both
   // variants of the case's tactic were instantiated; the kernel computes what the route says.
-  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic) const override {
+  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
+                                      const LayerAdmission& admission) const override {
     KernelRegistry registry;
     registry.Add(tactic, Transform::kOrdinary);
     registry.Add(tactic, Transform::kFolded);
-    const LayerAdmission admission = AdmitLayer(c.scale_bytes);
     return DecideRoute(registry, tactic, c.request, c.policy, admission.admitted, admission.Describe());
   }
 
   absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
-    absl::StatusOr<Route> route = ExpectedRoute(c, tactic);
+    absl::StatusOr<Route> route = ExpectedRoute(c, tactic, AdmitLayer(c.scale_bytes));
     if (!route.ok()) return route.status();
     const mxdiff_problem problem{c.groups,
                                  c.n,

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "fuzz/case_format.h"
 #include "kernels/route.h"
+#include "reference/admission.h"
 #include "reference/step_model.h"
 
 namespace mxdiff::fuzz {
@@ -31,9 +32,10 @@ class GemmModule {
   // it, else a deterministic choice among the module's instantiations.
   virtual Tactic MapTactic(const FuzzCase& fuzz_case) const = 0;
 
-  // What the dispatch rules demand of this module for the case: the route, or the error a
-  // fail-closed or impossible request must give.
-  virtual absl::StatusOr<Route> ExpectedRoute(const FuzzCase& fuzz_case, const Tactic& tactic) const = 0;
+  // What the dispatch rules demand of this module for the case, whose layer the harness has
+  // judged once (`admission`): the route, or the error a fail-closed or impossible request must give.
+  virtual absl::StatusOr<Route> ExpectedRoute(const FuzzCase& fuzz_case, const Tactic& tactic,
+                                              const LayerAdmission& admission) const = 0;
 
   // Runs the case; `output` (rows x n fp16 bits) arrives poisoned. Returns the route that
   // ran. Unimplemented means "not supported" (never a finding); any other error is compared

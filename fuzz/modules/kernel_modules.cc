@@ -70,8 +70,8 @@ class KernelModule final : public GemmModule {
     return mapped;
   }
 
-  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic) const override {
-    const LayerAdmission admission = AdmitLayer(c.scale_bytes);
+  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
+                                      const LayerAdmission& admission) const override {
     return DecideRoute(session_->runner().registry(), tactic, Request(c).transform, c.policy, admission.admitted,
                        admission.Describe());
   }

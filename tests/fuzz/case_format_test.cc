@@ -126,6 +126,51 @@ TEST(CaseFormat, RoundTripsRandomAndMutatedCases) {
   }
 }
 
+// The fuzz loop decodes every input into one case with a memo of what it generated last; the
+// result must be the bytes a fresh decode gives, whatever came before (other generators, other
+// shapes, explicit payloads, inputs that fail half-way through decoding).
+TEST(CaseFormat, DecodingWithAMemoGivesTheBytesOfAFreshDecode) {
+  const uint64_t seed = mxdiff::testing::TestSeed();
+  CaseRng rng(seed);
+  // Small shapes, but weights large enough to be recipes half of the time.
+  const ShapeLimits limits{4, 4, 8, 64, 256, kMaxWeightElements, int64_t{1} << 40};
+  const MutationProfile profile{limits, limits, 0, 2, 512};
+  FuzzCase c = RandomCase(rng, profile);
+  FuzzCase reused;
+  MaterializationMemo memo;
+  int incremental = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const FuzzCase before = c;
+    MutateCase(c, rng, profile);
+    if (rng() % 4 == 0) {  // move only the overrides, as most fuzzing steps do
+      c = before;
+      for (int kind = 0; kind < kTensorKindCount; ++kind) {
+        std::optional<TensorRecipe>& recipe = c.recipes[kind];
+        if (!recipe || c.element_count(TensorKind(kind)) == 0) continue;
+        if (!recipe->overrides.empty()) recipe->overrides.pop_back();
+        const uint32_t index = uint32_t(rng() % c.element_count(TensorKind(kind)));
+        if (rng() % 2) recipe->overrides.push_back({index, uint16_t(rng() % 16)});
+      }
+    }
+    absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(c);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    if (rng() % 8 == 0) {  // a truncated input the reader gives up on part-way
+      std::vector<uint8_t> truncated(bytes->begin(), bytes->begin() + long(rng() % bytes->size()));
+      ASSERT_FALSE(DecodeCaseInto(truncated, reused, Materialize::kYes, &memo).ok());
+    }
+    for (int kind = 0; kind < kTensorKindCount; ++kind) {
+      const MaterializationMemo::Tensor& tensor = memo.tensors[kind];
+      incremental += tensor.valid && c.recipes[kind] && SameGenerator(tensor.generator, *c.recipes[kind]) &&
+                     tensor.elements == c.element_count(TensorKind(kind));
+    }
+    ASSERT_TRUE(DecodeCaseInto(*bytes, reused, Materialize::kYes, &memo).ok()) << "step " << i;
+    absl::StatusOr<FuzzCase> fresh = DecodeCase(*bytes);
+    ASSERT_TRUE(fresh.ok());
+    ASSERT_EQ(reused, *fresh) << "step " << i << " (MXDIFF_SEED=" << seed << "):\n" << DescribeCase(*fresh);
+  }
+  EXPECT_GT(incremental, 500) << "the memo was hardly ever used: the test tests nothing";
+}
+
 TEST(CaseFormat, EveryProperPrefixAndAnyTrailingByteIsRejected) {
   for (const FuzzCase& c : {SmallCase(), RecipeCase()}) {
     std::vector<uint8_t> bytes = *EncodeCase(c);

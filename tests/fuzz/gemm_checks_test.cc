@@ -26,8 +26,8 @@ class FakeModule final : public GemmModule {
   std::string name() const override { return "fake"; }
   std::optional<StepModel> model() const override { return StepModel::kSm90Emulated; }
   Tactic MapTactic(const FuzzCase& c) const override { return c.tactic; }
-  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic) const override {
-    const LayerAdmission admission = AdmitLayer(c.scale_bytes);
+  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
+                                      const LayerAdmission& admission) const override {
     return DecideRoute(registry_, tactic, TransformRequest::kOrdinary, c.policy, admission.admitted,
                        admission.Describe());
   }
@@ -37,7 +37,7 @@ class FakeModule final : public GemmModule {
     return reordered;
   }
   absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
-    absl::StatusOr<Route> route = ExpectedRoute(c, tactic);
+    absl::StatusOr<Route> route = ExpectedRoute(c, tactic, AdmitLayer(c.scale_bytes));
     if (!route.ok()) return route;
     ReferenceOptions options;
     options.model = StepModel::kSm90Emulated;

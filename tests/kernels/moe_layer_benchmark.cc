@@ -103,10 +103,10 @@ struct ShapeSetup {
   std::vector<MoeInputs> routings;
 };
 
-ShapeSetup& Setup(const char* name, int intermediate, int tokens) {
+ShapeSetup& Setup(const char* name, int intermediate, int tokens, bool dependent_launch) {
   static std::map<std::string, std::unique_ptr<HostMoeWeights>> weights_by_shape;
   static std::map<std::string, std::unique_ptr<ShapeSetup>> setups;
-  std::unique_ptr<ShapeSetup>& setup = setups[fmt::format("{}/{}", name, tokens)];
+  std::unique_ptr<ShapeSetup>& setup = setups[fmt::format("{}/{}/{}", name, tokens, dependent_launch)];
   if (setup != nullptr) return *setup;
   setup = std::make_unique<ShapeSetup>();
   setup->shape = MoeShape{.hidden = 4096, .intermediate = intermediate, .experts = 256, .top_k = 6,
@@ -117,7 +117,9 @@ ShapeSetup& Setup(const char* name, int intermediate, int tokens) {
     weights = std::make_unique<HostMoeWeights>(setup->shape);
     weights->Randomize(rng, 0, setup->shape.groups());
   }
-  setup->layer = OrDie(MoeLayer::Create(*device->runner, MoeLayerConfig{.shape = setup->shape, .max_tokens = tokens}),
+  setup->layer = OrDie(MoeLayer::Create(*device->runner, MoeLayerConfig{.shape = setup->shape,
+                                                                         .max_tokens = tokens,
+                                                                         .dependent_launch = dependent_launch}),
                        "MoeLayer::Create");
   for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
     OrDie(weights->Upload(*setup->layer, gemm, 0, setup->shape.groups()), "WriteWeights");
@@ -145,6 +147,7 @@ struct Result {
   std::string name;
   double layer_us, gemm_us, floor_us;
   int tokens;
+  bool dependent_launch;
   Route w13, w2;
 };
 std::vector<Result>& Results() {
@@ -174,13 +177,18 @@ double TimeGraph(cudaGraphExec_t exec, cudaEvent_t start, cudaEvent_t stop) {
   return milliseconds * 1e-3;
 }
 
-void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, int tokens, TransformRequest variant) {
-  ShapeSetup& setup = Setup(name, intermediate, tokens);
+void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, int tokens, TransformRequest variant,
+                 bool dependent_launch) {
+  ShapeSetup& setup = Setup(name, intermediate, tokens, dependent_launch);
   MoeLayer& layer = *setup.layer;
   const MoeLayerRoutes routes =
       OrDie(layer.Capture({.transform = variant, .policy = FallbackPolicy::kFailClosed}), "Capture");
   const cudaGraphExec_t full = CaptureStages(layer, kMoeStageAll);
   const cudaGraphExec_t gemms = CaptureStages(layer, kMoeStageW13 | kMoeStageW2);
+  // Each of the layer's own stages alone, on the routing of the moment: where the non-GEMM time goes.
+  const unsigned kOwnStages[] = {kMoeStageRoute, kMoeStageSwiglu, kMoeStageCombine};
+  cudaGraphExec_t own[3];
+  for (int s = 0; s < 3; ++s) own[s] = CaptureStages(layer, kOwnStages[s]);
   cudaEvent_t start, stop;
   BENCH_CUDA(cudaEventCreate(&start));
   BENCH_CUDA(cudaEventCreate(&stop));
@@ -198,7 +206,7 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
     OrDie(layer.SetInputs(inputs.tokens, inputs.activations, inputs.expert_ids, inputs.weights), "SetInputs");
     TimeGraph(full, start, stop);
   }
-  std::vector<double> layer_times, gemm_times;
+  std::vector<double> layer_times, gemm_times, own_times[3];
   size_t i = 0;
   for (auto _ : state) {
     const MoeInputs& inputs = routings[i++ % routings.size()];
@@ -206,6 +214,7 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
     const double layer_seconds = TimeGraph(full, start, stop);
     state.SetIterationTime(layer_seconds);
     layer_times.push_back(layer_seconds);
+    for (int s = 0; s < 3; ++s) own_times[s].push_back(TimeGraph(own[s], start, stop));
     // The two GEMMs alone (schedule and tile maps written by the routing stage first, untimed) on
     // a routing half the rotation away, so that neither graph finds the other's weights in L2.
     const MoeInputs& next = routings[(i + routings.size() / 2) % routings.size()];
@@ -219,12 +228,16 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
   state.counters["gemm_us"] = gemm_us;
   state.counters["floor_us"] = floor_seconds * 1e6;
   state.counters["non_gemm_share"] = (layer_us - gemm_us) / layer_us;
+  state.counters["route_alone_us"] = Median(own_times[0]) * 1e6;
+  state.counters["swiglu_alone_us"] = Median(own_times[1]) * 1e6;
+  state.counters["combine_alone_us"] = Median(own_times[2]) * 1e6;
   state.SetLabel(fmt::format("W13 {} {}, W2 {} {}", TransformName(routes.w13.variant), TacticName(routes.w13.tactic),
                              TransformName(routes.w2.variant), TacticName(routes.w2.tactic)));
-  Results().push_back(Result{fmt::format("{}", name), layer_us, gemm_us, floor_seconds * 1e6, tokens, routes.w13,
-                             routes.w2});
+  Results().push_back(Result{fmt::format("{}", name), layer_us, gemm_us, floor_seconds * 1e6, tokens,
+                             dependent_launch, routes.w13, routes.w2});
   cudaGraphExecDestroy(full);
   cudaGraphExecDestroy(gemms);
+  for (cudaGraphExec_t exec : own) cudaGraphExecDestroy(exec);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
 }
@@ -253,23 +266,28 @@ int Main(int argc, char** argv) {
   for (const Shape& shape : {Shape{"PP2xTP4", 512}, Shape{"TP8", 256}}) {
     for (int tokens : {1, 4}) {
       for (TransformRequest variant : {TransformRequest::kOrdinary, TransformRequest::kFolded}) {
-        benchmark::RegisterBenchmark(
-            fmt::format("MoeLayer/{}/tokens:{}/{}", shape.name, tokens, TransformRequestName(variant)).c_str(),
-            BM_MoeLayer, shape.name, shape.intermediate, tokens, variant)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond)
-            ->Iterations(1000);
+        // Dependent launches (the default where the device has them) against plain ones.
+        for (bool dependent_launch : {true, false}) {
+          benchmark::RegisterBenchmark(fmt::format("MoeLayer/{}/tokens:{}/{}/{}", shape.name, tokens,
+                                                   TransformRequestName(variant),
+                                                   dependent_launch ? "dependent" : "plain")
+                                           .c_str(),
+                                       BM_MoeLayer, shape.name, shape.intermediate, tokens, variant, dependent_launch)
+              ->UseManualTime()
+              ->Unit(benchmark::kMicrosecond)
+              ->Iterations(1000);
+        }
       }
     }
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  fmt::print("\n| shape | tokens | W13 | W2 | layer us (median) | us/token | GEMMs us | non-GEMM us | non-GEMM share | "
-             "sum of GEMM floors us | layer / floors |\n| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | "
-             "---: | ---: |\n");
+  fmt::print("\n| shape | tokens | launch | W13 | W2 | layer us (median) | us/token | GEMMs us | non-GEMM us | non-GEMM share | "
+             "sum of GEMM floors us | layer / floors |\n| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | "
+             "---: | ---: | ---: |\n");
   for (const Result& r : Results()) {
-    fmt::print("| {} | {} | {} {} | {} {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% | {:.2f} | {:.1f} |\n", r.name,
-               r.tokens, TransformName(r.w13.variant), TacticName(r.w13.tactic), TransformName(r.w2.variant),
+    fmt::print("| {} | {} | {} | {} {} | {} {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% | {:.2f} | {:.1f} |\n", r.name,
+               r.tokens, r.dependent_launch ? "dependent" : "plain", TransformName(r.w13.variant), TacticName(r.w13.tactic), TransformName(r.w2.variant),
                TacticName(r.w2.tactic), r.layer_us, r.layer_us / r.tokens, r.gemm_us, r.layer_us - r.gemm_us,
                100.0 * (r.layer_us - r.gemm_us) / r.layer_us, r.floor_us, r.layer_us / r.floor_us);
   }

@@ -9,6 +9,7 @@
 #include "reference/admission.h"
 #include "reference/fp16.h"
 #include "reference/mx_spec.h"
+#include "reference/prepare_layer_scales.h"
 
 namespace mxdiff {
 namespace {
@@ -36,6 +37,20 @@ TEST(TransformTest, PlacementIsE2m1TimesTwoPowMinus14) {
     EXPECT_EQ(place_e2m1(uint8_t(code)), want[code]) << code;
     EXPECT_EQ(double(f16_to_f32(place_e2m1(uint8_t(code)))), std::ldexp(E2m1Halves(uint8_t(code)), -15))
         << code;
+  }
+}
+
+TEST(TransformTest, PreparingALayerGivesPreparedScaleOfEveryByte) {
+  std::vector<uint8_t> bytes;
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    for (int raw = 0; raw < 256; ++raw) bytes.push_back(uint8_t(repeat == 1 ? 255 - raw : raw));
+  }
+  for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
+    std::vector<uint16_t> prepared(bytes.size(), 0xAAAA);
+    PrepareLayerScales(transform, bytes, prepared);
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      ASSERT_EQ(prepared[i], prepared_scale(transform, bytes[i])) << "transform " << int(transform) << " at " << i;
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 # holding fuzz/fuzz_gemm and tools/repro/repro) a fuzz_gemm campaign of MXDIFF_FUZZ_TIME seconds
 # (default 60) runs last, corpus/ left as it is.
 # MXDIFF_SEED fixes the tests' seeds (default: one fresh seed for the whole run, printed).
+# MXDIFF_SANITIZERS picks the compute-sanitizer tools (default all four; empty for none).
 set -uo pipefail
 build=${1:-build-kern}
 out=${OUT:-gpu-suite-out}
@@ -50,8 +51,25 @@ step "calibrate" "$out/calibrate.log" 45 "$mxdiff" calibrate --expect=sm90-emula
 step "calibrate --write" "$out/calibrate.log" 20 "$mxdiff" calibrate --warps=32 --steps=4 \
   --write="$out/calibrate_vectors.csv"
 step "benchmark" "$out/benchmark.log" 120 "$benchmark" --tune
-for tool in memcheck racecheck initcheck synccheck; do
+sanitizers=${MXDIFF_SANITIZERS-memcheck racecheck initcheck synccheck}
+for tool in $sanitizers; do
   step "sanitizer $tool" "$out/sanitizer.log" 120 compute-sanitizer --tool "$tool" --error-exitcode 99 "$tests"
+done
+moe_tests=$build/tests/kernels/moe_layer_gpu_test
+if [ -x "$moe_tests" ]; then
+  step "moe layer tests" "$out/moe_tests.log" 180 "$moe_tests"
+  [[ " $sanitizers " == *" memcheck "* ]] &&
+    step "moe memcheck" "$out/moe_sanitizer.log" 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$moe_tests"
+fi
+[ -x "$build/tests/kernels/moe_layer_benchmark" ] &&
+  step "moe benchmark" "$out/moe_benchmark.log" 180 "$build/tests/kernels/moe_layer_benchmark"
+# fuzz_gemm's executions per second per worker, uninstrumented (this build) and as the
+# campaign runs it (libFuzzer + ASan/UBSan, MXDIFF_FUZZ_BUILD_DIR).
+for rates_build in "$build" "${MXDIFF_FUZZ_BUILD_DIR:-}"; do
+  rates=$rates_build/tests/fuzz/fuzz_gemm_benchmark
+  [ -n "$rates_build" ] && [ -x "$rates" ] &&
+    ASAN_OPTIONS=${ASAN_OPTIONS:-protect_shadow_gap=0:detect_leaks=0} \
+      step "fuzz_gemm rates" "$out/fuzz_gemm_rates.log" 120 "$rates"
 done
 if [ -x "$build/tests/fuzz/fuzz_gpu_test" ]; then
   step "fuzz gpu tests" "$out/fuzz_gpu_tests.log" 120 "$build/tests/fuzz/fuzz_gpu_test"
@@ -107,5 +125,8 @@ fi
   [ -f "$out/campaign.log" ] && { echo "--- fuzz_gemm campaign"; tail -15 "$out/campaign.log"; }
   echo "--- benchmark"
   grep -E '^(device|W|\|)' "$out/benchmark.log"
+  [ -f "$out/moe_tests.log" ] && { echo "--- moe layer tests"; grep -E '^\[(==========|  PASSED  |  FAILED  |  SKIPPED )\]' "$out/moe_tests.log"; }
+  [ -f "$out/moe_benchmark.log" ] && { echo "--- moe benchmark"; grep -vE '^(\*\*\*WARNING|Run on|CPU Caches|  L[123]|Load Average)' "$out/moe_benchmark.log" | tail -30; }
+  [ -f "$out/fuzz_gemm_rates.log" ] && { echo "--- fuzz_gemm rates"; grep -E '^(fuzz_gemm_benchmark|small|w13|===)' "$out/fuzz_gemm_rates.log"; }
 } | tee -a "$summary"
 exit $failed

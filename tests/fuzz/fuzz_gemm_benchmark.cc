@@ -1,0 +1,118 @@
+// fuzz_gemm's execution rate without libFuzzer around it: each iteration decodes one input
+// into the reused case (with the materialization memo, as fuzz/target_driver.cc does) and runs
+// every check over every loaded module (the builtin kernels where a GPU exists, modules chosen
+// by MXDIFF_MODULES / MXDIFF_DISABLE_MODULES / MXDIFF_EXTERNAL as for fuzz_gemm). Not a test:
+//   build/tests/fuzz/fuzz_gemm_benchmark [--benchmark_filter=...]
+// items_per_second is executions per second of one worker. The campaign's table
+// (tools/campaign) gives the same rate with libFuzzer's own work included.
+//
+//   small        cases of kGemmProfile.small, as the mutator makes them (a new case each time)
+//   w13_6x1      W13 PP2xTP4 (N 1024, K 4096), 6 experts x 1 row: each input moves the
+//                overrides and reseeds the activations, keeping the layer's generators (what
+//                most mutations of such a case do)
+//   w13_6x1_new_weights   the same with new weight seeds every input (nothing to reuse)
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "fmt/core.h"
+#include "fuzz/case_format.h"
+#include "fuzz/case_mutator.h"
+#include "fuzz/gemm_differential.h"
+#include "fuzz/modules/module_loader.h"
+#include "fuzz/target_driver.h"
+#include "reference/decode_shapes.h"
+
+namespace mxdiff::fuzz {
+namespace {
+
+GemmDifferential* differential = nullptr;
+
+std::vector<std::vector<uint8_t>> SmallInputs() {
+  CaseRng rng(1);
+  std::vector<std::vector<uint8_t>> inputs;
+  FuzzCase c = RandomCase(rng, kGemmProfile);
+  while (inputs.size() < 512) {
+    MutateCase(c, rng, kGemmProfile);
+    const bool small = c.groups <= kGemmProfile.small.max_groups && c.n <= kGemmProfile.small.max_n &&
+                       c.k <= kGemmProfile.small.max_k && c.rows() <= kGemmProfile.small.max_rows;
+    if (!small) {
+      c = RandomCase(rng, kGemmProfile);
+      continue;
+    }
+    inputs.push_back(*EncodeCase(c));
+  }
+  return inputs;
+}
+
+std::vector<std::vector<uint8_t>> W13Inputs(bool new_weights) {
+  FuzzCase c;
+  c.groups = kTopK;
+  c.n = kW13Tp4.n;
+  c.k = kW13Tp4.k;
+  c.row_offsets = {0, 1, 2, 3, 4, 5, 6};
+  c.tactic = Tactic{8, 128, 64, 16, 0};
+  CaseRng rng(2);
+  std::vector<std::vector<uint8_t>> inputs;
+  for (uint64_t i = 0; i < 64; ++i) {
+    const uint64_t weights_seed = new_weights ? 100 + i : 100;
+    c.recipe(TensorKind::kActivations) = TensorRecipe{ValueClass::kNormal, 0, i, {}};
+    c.recipe(TensorKind::kCodes) =
+        TensorRecipe{ValueClass::kUniform, 0, weights_seed,
+                     {{uint32_t(rng() % c.element_count(TensorKind::kCodes)), uint16_t(rng() % 16)}}};
+    c.recipe(TensorKind::kScales) =
+        TensorRecipe{ValueClass::kCheckpoint, 0, weights_seed + 1,
+                     {{uint32_t(rng() % c.element_count(TensorKind::kScales)), uint16_t(114 + rng() % 13)}}};
+    inputs.push_back(*EncodeCase(c));
+  }
+  return inputs;
+}
+
+void RunInputs(benchmark::State& state, const std::vector<std::vector<uint8_t>>& inputs) {
+  FuzzCase c;
+  MaterializationMemo memo;
+  size_t next = 0;
+  for (auto _ : state) {
+    const std::vector<uint8_t>& input = inputs[next++ % inputs.size()];
+    if (absl::Status status = DecodeCaseInto(input, c, Materialize::kYes, &memo); !status.ok()) {
+      state.SkipWithError(status.ToString().c_str());
+      return;
+    }
+    if (CheckResult finding = differential->CheckCase(c)) {
+      state.SkipWithError(fmt::format("finding {}: {}", finding->signature, finding->description).c_str());
+      return;
+    }
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()));
+  state.counters["modules"] = double(differential->modules().size());
+}
+
+void Small(benchmark::State& state) { RunInputs(state, SmallInputs()); }
+void W13(benchmark::State& state) { RunInputs(state, W13Inputs(false)); }
+void W13NewWeights(benchmark::State& state) { RunInputs(state, W13Inputs(true)); }
+
+BENCHMARK(Small)->Name("small")->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(3);
+BENCHMARK(W13)->Name("w13_6x1")->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3);
+BENCHMARK(W13NewWeights)->Name("w13_6x1_new_weights")->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3);
+
+}  // namespace
+}  // namespace mxdiff::fuzz
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  absl::StatusOr<mxdiff::fuzz::LoadedModules> loaded =
+      mxdiff::fuzz::LoadModules(mxdiff::fuzz::ModuleSelectionFromArgs({}));
+  if (!loaded.ok()) {
+    fmt::print(stderr, "fuzz_gemm_benchmark: {}\n", loaded.status().ToString());
+    return 2;
+  }
+  fmt::print(stderr, "fuzz_gemm_benchmark: {}", loaded->report);
+  if (loaded->modules.empty()) fmt::print(stderr, "fuzz_gemm_benchmark: no kernel module: the CPU side only\n");
+  mxdiff::fuzz::GemmDifferential gemm_differential(std::move(loaded->modules));
+  mxdiff::fuzz::differential = &gemm_differential;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
