@@ -7,102 +7,13 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fuzz/byte_cursor.h"
 #include "reference/scale_class.h"
 #include "reference/split_plan.h"
 
 namespace mxdiff::fuzz {
 namespace {
 
-// Encoding and decoding walk the same field list (VisitCase) with one of these two cursors,
-// so the two directions cannot drift apart. Integers are little-endian.
-class ByteReader {
- public:
-  explicit ByteReader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
-  static constexpr bool kDecoding = true;
-
-  absl::Status Int(const char* prefix, const char* field, int width, int minimum, int maximum, int& value) {
-    if (bytes_.size() - offset_ < size_t(width)) {
-      return absl::InvalidArgumentError(
-          fmt::format("case truncated at byte {} while reading {}{}", offset_, prefix, field));
-    }
-    uint32_t raw = 0;
-    for (int i = 0; i < width; ++i) raw |= uint32_t(bytes_[offset_ + i]) << (8 * i);
-    if (int64_t(raw) < minimum || int64_t(raw) > maximum) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}{} = {} at byte {} is outside {}..{}", prefix, field, raw, offset_, minimum, maximum));
-    }
-    offset_ += width;
-    value = int(raw);
-    return absl::OkStatus();
-  }
-  absl::Status U64(const char* prefix, const char* field, uint64_t& value) {
-    if (bytes_.size() - offset_ < 8) {
-      return absl::InvalidArgumentError(
-          fmt::format("case truncated at byte {} while reading {}{}", offset_, prefix, field));
-    }
-    value = 0;
-    for (int i = 0; i < 8; ++i) value |= uint64_t(bytes_[offset_ + i]) << (8 * i);
-    offset_ += 8;
-    return absl::OkStatus();
-  }
-  template <typename T>
-  absl::Status Array(const char* field, std::vector<T>& values, size_t count) {
-    const size_t size = count * sizeof(T);
-    if (bytes_.size() - offset_ < size) {
-      return absl::InvalidArgumentError(fmt::format("case truncated in {}: {} bytes needed at byte {}, {} left",
-                                                    field, size, offset_, bytes_.size() - offset_));
-    }
-    values.resize(count);
-    if (count != 0) std::memcpy(values.data(), bytes_.data() + offset_, size);  // little-endian host
-    offset_ += size;
-    return absl::OkStatus();
-  }
-  size_t offset() const { return offset_; }
-  size_t size() const { return bytes_.size(); }
-
- private:
-  std::span<const uint8_t> bytes_;
-  size_t offset_ = 0;
-};
-
-class ByteWriter {
- public:
-  static constexpr bool kDecoding = false;
-  explicit ByteWriter(std::vector<uint8_t>& out) : out_(out) {}
-
-  absl::Status Int(const char* prefix, const char* field, int width, int minimum, int maximum, int& value) {
-    if (value < minimum || value > maximum) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}{} = {} is outside {}..{}", prefix, field, value, minimum, maximum));
-    }
-    for (int i = 0; i < width; ++i) out_.push_back(uint8_t(uint32_t(value) >> (8 * i)));
-    return absl::OkStatus();
-  }
-  absl::Status U64(const char*, const char*, uint64_t& value) {
-    for (int i = 0; i < 8; ++i) out_.push_back(uint8_t(value >> (8 * i)));
-    return absl::OkStatus();
-  }
-  template <typename T>
-  absl::Status Array(const char* field, std::vector<T>& values, size_t count) {
-    if (values.size() != count) {
-      return absl::InvalidArgumentError(
-          fmt::format("{} has {} elements, the shape needs {}", field, values.size(), count));
-    }
-    const size_t offset = out_.size();
-    out_.resize(offset + count * sizeof(T));
-    if (count != 0) std::memcpy(out_.data() + offset, values.data(), count * sizeof(T));  // little-endian host
-    return absl::OkStatus();
-  }
-
- private:
-  std::vector<uint8_t>& out_;
-};
-
-#define MXDIFF_RETURN_IF_ERROR(expr)        \
-  do {                                      \
-    absl::Status status_ = (expr);          \
-    if (!status_.ok()) return status_;      \
-  } while (false)
 
 template <typename Cursor>
 absl::Status VisitTactic(Cursor& io, const char* prefix, Tactic& tactic) {
@@ -385,7 +296,7 @@ absl::Status ValidateCase(const FuzzCase& fuzz_case) {
 
 absl::Status DecodeCaseInto(std::span<const uint8_t> bytes, FuzzCase& fuzz_case, Materialize materialize,
                             MaterializationMemo* memo) {
-  ByteReader reader(bytes);
+  ByteReader reader(bytes, "case");
   absl::Status status = VisitCase(reader, fuzz_case);
   if (status.ok() && reader.offset() != reader.size()) {
     status = absl::InvalidArgumentError(fmt::format("{} trailing bytes after the case (expected {} bytes in all)",

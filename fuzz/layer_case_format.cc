@@ -6,103 +6,35 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fuzz/byte_cursor.h"
 #include "fuzz/case_format.h"
 #include "reference/admission.h"
 
 namespace mxdiff::fuzz {
 namespace {
 
-#define LAYER_RETURN_IF_ERROR(expr)    \
-  do {                                 \
-    absl::Status status_ = (expr);     \
-    if (!status_.ok()) return status_; \
-  } while (false)
-
-class Reader {
- public:
-  static constexpr bool kDecoding = true;
-  explicit Reader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
-  absl::Status Int(const std::string& field, int width, int minimum, int maximum, int& value) {
-    if (bytes_.size() - offset_ < size_t(width)) {
-      return absl::InvalidArgumentError(fmt::format("layer case truncated at byte {} reading {}", offset_, field));
-    }
-    uint32_t raw = 0;
-    for (int i = 0; i < width; ++i) raw |= uint32_t(bytes_[offset_ + i]) << (8 * i);
-    if (int64_t(raw) < minimum || int64_t(raw) > maximum) {
-      return absl::InvalidArgumentError(
-          fmt::format("{} = {} at byte {} is outside {}..{}", field, raw, offset_, minimum, maximum));
-    }
-    offset_ += width;
-    value = int(raw);
-    return absl::OkStatus();
-  }
-  template <typename T>
-  absl::Status Array(const std::string& field, std::vector<T>& values, size_t count) {
-    if ((bytes_.size() - offset_) / sizeof(T) < count) {
-      return absl::InvalidArgumentError(fmt::format("layer case truncated in {}: {} bytes needed at byte {}, {} left",
-                                                    field, count * sizeof(T), offset_, bytes_.size() - offset_));
-    }
-    values.resize(count);
-    if (count != 0) std::memcpy(values.data(), bytes_.data() + offset_, count * sizeof(T));
-    offset_ += count * sizeof(T);
-    return absl::OkStatus();
-  }
-  size_t offset() const { return offset_; }
-  size_t size() const { return bytes_.size(); }
-
- private:
-  std::span<const uint8_t> bytes_;
-  size_t offset_ = 0;
-};
-
-class Writer {
- public:
-  static constexpr bool kDecoding = false;
-  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
-  absl::Status Int(const std::string& field, int width, int minimum, int maximum, int& value) {
-    if (value < minimum || value > maximum) {
-      return absl::InvalidArgumentError(fmt::format("{} = {} is outside {}..{}", field, value, minimum, maximum));
-    }
-    for (int i = 0; i < width; ++i) out_.push_back(uint8_t(uint32_t(value) >> (8 * i)));
-    return absl::OkStatus();
-  }
-  template <typename T>
-  absl::Status Array(const std::string& field, std::vector<T>& values, size_t count) {
-    if (values.size() != count) {
-      return absl::InvalidArgumentError(fmt::format("{} has {} elements, the shape needs {}", field, values.size(), count));
-    }
-    const size_t offset = out_.size();
-    out_.resize(offset + count * sizeof(T));
-    if (count != 0) std::memcpy(out_.data() + offset, values.data(), count * sizeof(T));
-    return absl::OkStatus();
-  }
-
- private:
-  std::vector<uint8_t>& out_;
-};
-
 template <typename Cursor>
 absl::Status VisitTactic(Cursor& io, const std::string& prefix, Tactic& t) {
   // The GEMM case format's tactic bounds (fuzz/case_format.h), so both formats take the same tactics.
-  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".cta_m", 2, 1, kMaxTileSize, t.cta_m));
-  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".cta_n", 2, 1, kMaxTileSize, t.cta_n));
-  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".cta_k", 2, 4, kMaxCtaK, t.cta_k));
+  MXDIFF_RETURN_IF_ERROR(io.Int(prefix + ".cta_m", 2, 1, kMaxTileSize, t.cta_m));
+  MXDIFF_RETURN_IF_ERROR(io.Int(prefix + ".cta_n", 2, 1, kMaxTileSize, t.cta_n));
+  MXDIFF_RETURN_IF_ERROR(io.Int(prefix + ".cta_k", 2, 4, kMaxCtaK, t.cta_k));
   if (t.cta_k % 4 != 0) return absl::InvalidArgumentError(fmt::format("{}.cta_k = {} is not a multiple of 4", prefix, t.cta_k));
-  LAYER_RETURN_IF_ERROR(io.Int(prefix + ".splits", 2, 1, kMaxSplits, t.splits));
+  MXDIFF_RETURN_IF_ERROR(io.Int(prefix + ".splits", 2, 1, kMaxSplits, t.splits));
   return io.Int(prefix + ".swizzle", 1, 0, kMaxSwizzle, t.swizzle);
 }
 
 template <typename Enum, typename Cursor>
 absl::Status VisitEnum(Cursor& io, const char* field, int count, Enum& value) {
   int raw = int(value);
-  LAYER_RETURN_IF_ERROR(io.Int(field, 1, 0, count - 1, raw));
+  MXDIFF_RETURN_IF_ERROR(io.Int(field, 1, 0, count - 1, raw));
   value = Enum(raw);
   return absl::OkStatus();
 }
 
 template <typename Cursor>
 absl::Status VisitMultiple(Cursor& io, const char* field, int maximum, int& value) {
-  LAYER_RETURN_IF_ERROR(io.Int(field, 2, kBlockK, maximum, value));
+  MXDIFF_RETURN_IF_ERROR(io.Int(field, 2, kBlockK, maximum, value));
   if (value % kBlockK != 0) return absl::InvalidArgumentError(fmt::format("{} = {} is not a multiple of 32", field, value));
   return absl::OkStatus();
 }
@@ -112,42 +44,42 @@ template <typename Cursor>
 absl::Status VisitLayerCase(Cursor& io, LayerCase& c) {
   for (int i = 0; i < 4; ++i) {
     int magic = kLayerCaseMagic[i];
-    LAYER_RETURN_IF_ERROR(io.Int("magic", 1, kLayerCaseMagic[i], kLayerCaseMagic[i], magic));
+    MXDIFF_RETURN_IF_ERROR(io.Int("magic", 1, kLayerCaseMagic[i], kLayerCaseMagic[i], magic));
   }
   int version = kLayerCaseVersion;
-  LAYER_RETURN_IF_ERROR(io.Int("version", 1, kLayerCaseVersion, kLayerCaseVersion, version));
-  LAYER_RETURN_IF_ERROR(VisitMultiple(io, "hidden", kLayerMaxHidden, c.shape.hidden));
-  LAYER_RETURN_IF_ERROR(VisitMultiple(io, "intermediate", kLayerMaxIntermediate, c.shape.intermediate));
-  LAYER_RETURN_IF_ERROR(io.Int("experts", 1, 1, kLayerMaxExperts, c.shape.experts));
-  LAYER_RETURN_IF_ERROR(io.Int("top_k", 1, 1, kLayerMaxTopK, c.shape.top_k));
+  MXDIFF_RETURN_IF_ERROR(io.Int("version", 1, kLayerCaseVersion, kLayerCaseVersion, version));
+  MXDIFF_RETURN_IF_ERROR(VisitMultiple(io, "hidden", kLayerMaxHidden, c.shape.hidden));
+  MXDIFF_RETURN_IF_ERROR(VisitMultiple(io, "intermediate", kLayerMaxIntermediate, c.shape.intermediate));
+  MXDIFF_RETURN_IF_ERROR(io.Int("experts", 1, 1, kLayerMaxExperts, c.shape.experts));
+  MXDIFF_RETURN_IF_ERROR(io.Int("top_k", 1, 1, kLayerMaxTopK, c.shape.top_k));
   int shared = c.shape.shared_expert ? 1 : 0;
-  LAYER_RETURN_IF_ERROR(io.Int("shared_expert", 1, 0, 1, shared));
+  MXDIFF_RETURN_IF_ERROR(io.Int("shared_expert", 1, 0, 1, shared));
   c.shape.shared_expert = shared == 1;
-  LAYER_RETURN_IF_ERROR(io.Int("max_tokens", 1, 1, kLayerMaxTokens, c.max_tokens));
-  LAYER_RETURN_IF_ERROR(io.Int("w13_capacity", 1, 0, kLayerMaxCapacity, c.w13_capacity));
-  LAYER_RETURN_IF_ERROR(io.Int("w2_capacity", 1, 0, kLayerMaxCapacity, c.w2_capacity));
-  LAYER_RETURN_IF_ERROR(VisitEnum(io, "request", 3, c.request));
-  LAYER_RETURN_IF_ERROR(VisitEnum(io, "policy", 2, c.policy));
-  LAYER_RETURN_IF_ERROR(VisitTactic(io, "w13_tactic", c.w13_tactic));
-  LAYER_RETURN_IF_ERROR(VisitTactic(io, "w2_tactic", c.w2_tactic));
+  MXDIFF_RETURN_IF_ERROR(io.Int("max_tokens", 1, 1, kLayerMaxTokens, c.max_tokens));
+  MXDIFF_RETURN_IF_ERROR(io.Int("w13_capacity", 1, 0, kLayerMaxCapacity, c.w13_capacity));
+  MXDIFF_RETURN_IF_ERROR(io.Int("w2_capacity", 1, 0, kLayerMaxCapacity, c.w2_capacity));
+  MXDIFF_RETURN_IF_ERROR(VisitEnum(io, "request", 3, c.request));
+  MXDIFF_RETURN_IF_ERROR(VisitEnum(io, "policy", 2, c.policy));
+  MXDIFF_RETURN_IF_ERROR(VisitTactic(io, "w13_tactic", c.w13_tactic));
+  MXDIFF_RETURN_IF_ERROR(VisitTactic(io, "w2_tactic", c.w2_tactic));
   static_assert(std::endian::native == std::endian::little, "payloads are copied as little-endian");
-  LAYER_RETURN_IF_ERROR(io.Array("w13_codes", c.w13_codes, c.w13_codes_size()));
-  LAYER_RETURN_IF_ERROR(io.Array("w13_scales", c.w13_scales, c.w13_scales_size()));
-  LAYER_RETURN_IF_ERROR(io.Array("w2_codes", c.w2_codes, c.w2_codes_size()));
-  LAYER_RETURN_IF_ERROR(io.Array("w2_scales", c.w2_scales, c.w2_scales_size()));
+  MXDIFF_RETURN_IF_ERROR(io.Array("w13_codes", c.w13_codes, c.w13_codes_size()));
+  MXDIFF_RETURN_IF_ERROR(io.Array("w13_scales", c.w13_scales, c.w13_scales_size()));
+  MXDIFF_RETURN_IF_ERROR(io.Array("w2_codes", c.w2_codes, c.w2_codes_size()));
+  MXDIFF_RETURN_IF_ERROR(io.Array("w2_scales", c.w2_scales, c.w2_scales_size()));
   int replays = int(c.replays.size());
-  LAYER_RETURN_IF_ERROR(io.Int("replays", 1, 1, kLayerMaxReplays, replays));
+  MXDIFF_RETURN_IF_ERROR(io.Int("replays", 1, 1, kLayerMaxReplays, replays));
   if constexpr (Cursor::kDecoding) c.replays.resize(size_t(replays));
   for (size_t r = 0; r < c.replays.size(); ++r) {
     LayerReplay& replay = c.replays[r];
     const std::string at = fmt::format("replay {} ", r);
     int flags = (replay.new_w13_scales ? 1 : 0) | (replay.new_w2_scales ? 2 : 0);
-    LAYER_RETURN_IF_ERROR(io.Int(at + "flags", 1, 0, 3, flags));
+    MXDIFF_RETURN_IF_ERROR(io.Int(at + "flags", 1, 0, 3, flags));
     replay.new_w13_scales = (flags & 1) != 0;
     replay.new_w2_scales = (flags & 2) != 0;
-    if (replay.new_w13_scales) LAYER_RETURN_IF_ERROR(io.Array(at + "w13_scales", replay.w13_scales, c.w13_scales_size()));
-    if (replay.new_w2_scales) LAYER_RETURN_IF_ERROR(io.Array(at + "w2_scales", replay.w2_scales, c.w2_scales_size()));
-    LAYER_RETURN_IF_ERROR(io.Int(at + "tokens", 1, 0, c.max_tokens, replay.tokens));
+    if (replay.new_w13_scales) MXDIFF_RETURN_IF_ERROR(io.Array(at + "w13_scales", replay.w13_scales, c.w13_scales_size()));
+    if (replay.new_w2_scales) MXDIFF_RETURN_IF_ERROR(io.Array(at + "w2_scales", replay.w2_scales, c.w2_scales_size()));
+    MXDIFF_RETURN_IF_ERROR(io.Int(at + "tokens", 1, 0, c.max_tokens, replay.tokens));
     const size_t entries = size_t(replay.tokens) * size_t(c.shape.top_k);
     if constexpr (Cursor::kDecoding) replay.expert_ids.resize(entries);
     if (replay.expert_ids.size() != entries) {
@@ -155,11 +87,11 @@ absl::Status VisitLayerCase(Cursor& io, LayerCase& c) {
     }
     for (size_t i = 0; i < entries; ++i) {
       int id = replay.expert_ids[i];
-      LAYER_RETURN_IF_ERROR(io.Int(at + "expert id", 1, 0, 255, id));
+      MXDIFF_RETURN_IF_ERROR(io.Int(at + "expert id", 1, 0, 255, id));
       replay.expert_ids[i] = id;
     }
-    LAYER_RETURN_IF_ERROR(io.Array(at + "weights", replay.weights, entries));
-    LAYER_RETURN_IF_ERROR(io.Array(at + "activations", replay.activations, size_t(replay.tokens) * c.shape.hidden));
+    MXDIFF_RETURN_IF_ERROR(io.Array(at + "weights", replay.weights, entries));
+    MXDIFF_RETURN_IF_ERROR(io.Array(at + "activations", replay.activations, size_t(replay.tokens) * c.shape.hidden));
   }
   return absl::OkStatus();
 }
@@ -200,15 +132,15 @@ void ResizeLayerCase(LayerCase& c) {
 
 absl::Status ValidateLayerCase(const LayerCase& c) {
   std::vector<uint8_t> scratch;
-  Writer writer(scratch);
+  ByteWriter writer(scratch);
   return VisitLayerCase(writer, const_cast<LayerCase&>(c));  // the writer only reads
 }
 
 absl::StatusOr<LayerCase> DecodeLayerCase(std::span<const uint8_t> bytes) {
   LayerCase c;
   c.replays.clear();
-  Reader reader(bytes);
-  LAYER_RETURN_IF_ERROR(VisitLayerCase(reader, c));
+  ByteReader reader(bytes, "layer case");
+  MXDIFF_RETURN_IF_ERROR(VisitLayerCase(reader, c));
   if (reader.offset() != reader.size()) {
     return absl::InvalidArgumentError(fmt::format("{} trailing bytes after the layer case ({} bytes expected)",
                                                   reader.size() - reader.offset(), reader.offset()));
@@ -218,8 +150,8 @@ absl::StatusOr<LayerCase> DecodeLayerCase(std::span<const uint8_t> bytes) {
 
 absl::StatusOr<std::vector<uint8_t>> EncodeLayerCase(const LayerCase& c) {
   std::vector<uint8_t> bytes;
-  Writer writer(bytes);
-  LAYER_RETURN_IF_ERROR(VisitLayerCase(writer, const_cast<LayerCase&>(c)));
+  ByteWriter writer(bytes);
+  MXDIFF_RETURN_IF_ERROR(VisitLayerCase(writer, const_cast<LayerCase&>(c)));
   return bytes;
 }
 

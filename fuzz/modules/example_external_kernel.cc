@@ -9,19 +9,13 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "fuzz/modules/kernel_abi_support.h"
 #include "fuzz/modules/mxdiff_kernel_abi.h"
 #include "reference/reference_gemm.h"
 
 namespace {
 
-int Fail(int code, char* message, size_t message_size, const std::string& text) {
-  if (message_size > 0) {
-    const size_t length = std::min(text.size(), message_size - 1);
-    std::memcpy(message, text.data(), length);
-    message[length] = '\0';
-  }
-  return code;
-}
+using mxdiff::fuzz::Fail;
 
 int RunExample(const mxdiff_problem* p, uint16_t* output, char* message, size_t message_size) {
   if (p->groups <= 0 || p->n <= 0 || p->k <= 0 || p->row_offsets == nullptr) {
@@ -31,16 +25,7 @@ int RunExample(const mxdiff_problem* p, uint16_t* output, char* message, size_t 
     return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size,
                 fmt::format("transform {} / step model {} unknown", p->transform, p->step_model));
   }
-  const size_t rows = size_t(p->row_offsets[p->groups]);
-  const size_t groups = size_t(p->groups), n = size_t(p->n), k = size_t(p->k);
-  mxdiff::GroupedProblem problem;
-  problem.groups = p->groups;
-  problem.n = p->n;
-  problem.k = p->k;
-  problem.row_offsets = std::span<const int32_t>(p->row_offsets, groups + 1);
-  problem.activations = std::span<const uint16_t>(p->activations, rows * k);
-  problem.packed_codes = std::span<const uint8_t>(p->packed_codes, groups * n * k / 2);
-  problem.scale_bytes = std::span<const uint8_t>(p->scale_bytes, groups * n * k / mxdiff::kBlockK);
+  const mxdiff::GroupedProblem problem = mxdiff::fuzz::ProblemOf(*p);
   mxdiff::ReferenceOptions options;
   options.transform = mxdiff::Transform(p->transform);
   options.model = mxdiff::StepModel(p->step_model);

@@ -18,58 +18,12 @@
 #include "fmt/core.h"
 #include "kernels/dispatch_table.h"
 #include "kernels/gemm_runner.h"
+#include "tests/kernels/benchmark_support.h"
 #include "tests/kernels/ffma_rate.h"
 #include "tests/kernels/random_layer.h"
 
 namespace mxdiff::testing {
 namespace {
-
-#define BENCH_CHECK(expression)                                                              \
-  do {                                                                                       \
-    if (cudaError_t _error = (expression); _error != cudaSuccess) {                          \
-      fmt::print(stderr, "{}:{}: {}: {}\n", __FILE__, __LINE__, #expression, cudaGetErrorString(_error)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (false)
-
-template <typename T>
-T OrDie(absl::StatusOr<T> value, const char* what) {
-  if (!value.ok()) {
-    fmt::print(stderr, "{}: {}\n", what, value.status().ToString());
-    std::exit(1);
-  }
-  return *std::move(value);
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-double MeasureCopyBytesPerSecond() {
-  const size_t bytes = size_t(1) << 30;
-  void* source = nullptr;
-  void* destination = nullptr;
-  BENCH_CHECK(cudaMalloc(&source, bytes));
-  BENCH_CHECK(cudaMalloc(&destination, bytes));
-  BENCH_CHECK(cudaMemset(source, 0x5A, bytes));
-  cudaEvent_t start, stop;
-  BENCH_CHECK(cudaEventCreate(&start));
-  BENCH_CHECK(cudaEventCreate(&stop));
-  std::vector<double> rates;
-  for (int i = 0; i < 6; ++i) {
-    BENCH_CHECK(cudaEventRecord(start));
-    BENCH_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice));
-    BENCH_CHECK(cudaEventRecord(stop));
-    BENCH_CHECK(cudaEventSynchronize(stop));
-    float milliseconds = 0;
-    BENCH_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
-    if (i > 0) rates.push_back(2.0 * bytes / (milliseconds * 1e-3));  // read + write
-  }
-  cudaFree(source);
-  cudaFree(destination);
-  return Median(rates);
-}
 
 struct Shape {
   const char* name;
@@ -92,10 +46,10 @@ Measurement TimeCalls(GemmRunner& runner, const std::vector<std::unique_ptr<Prep
   on_stream.stream = stream;
   Route route;
   for (const auto& set : sets) route = OrDie(runner.RunOnDevice(*set, on_stream, request), "warm-up");
-  BENCH_CHECK(cudaStreamSynchronize(stream));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
   const int calls = int(std::max<size_t>(64, sets.size() * 4));
   cudaGraph_t graph;
-  BENCH_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  BENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < calls; ++i) {
     absl::StatusOr<Route> captured = runner.RunOnDevice(*sets[i % sets.size()], on_stream, request);
     if (!captured.ok()) {
@@ -103,24 +57,24 @@ Measurement TimeCalls(GemmRunner& runner, const std::vector<std::unique_ptr<Prep
       std::exit(1);
     }
   }
-  BENCH_CHECK(cudaStreamEndCapture(stream, &graph));
+  BENCH_CUDA(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
-  BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  BENCH_CHECK(cudaGraphLaunch(exec, stream));
+  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  BENCH_CUDA(cudaGraphLaunch(exec, stream));
   cudaEvent_t start, stop;
-  BENCH_CHECK(cudaEventCreate(&start));
-  BENCH_CHECK(cudaEventCreate(&stop));
+  BENCH_CUDA(cudaEventCreate(&start));
+  BENCH_CUDA(cudaEventCreate(&stop));
   std::vector<double> per_call;
   for (int replay = 0; replay < 7; ++replay) {
-    BENCH_CHECK(cudaEventRecord(start, stream));
-    BENCH_CHECK(cudaGraphLaunch(exec, stream));
-    BENCH_CHECK(cudaEventRecord(stop, stream));
-    BENCH_CHECK(cudaEventSynchronize(stop));
+    BENCH_CUDA(cudaEventRecord(start, stream));
+    BENCH_CUDA(cudaGraphLaunch(exec, stream));
+    BENCH_CUDA(cudaEventRecord(stop, stream));
+    BENCH_CUDA(cudaEventSynchronize(stop));
     float milliseconds = 0;
-    BENCH_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
+    BENCH_CUDA(cudaEventElapsedTime(&milliseconds, start, stop));
     per_call.push_back(milliseconds * 1e3 / calls);
   }
-  BENCH_CHECK(runner.CheckDevice().ok() ? cudaSuccess : cudaErrorUnknown);
+  BENCH_CUDA(runner.CheckDevice().ok() ? cudaSuccess : cudaErrorUnknown);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaEventDestroy(start);
@@ -155,7 +109,7 @@ int Main(int argc, char** argv) {
 
   std::mt19937_64 rng(TestSeed("kernel_benchmark"));
   cudaStream_t stream;
-  BENCH_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::string table =
       "| shape | variant | tactic | route | us/call | bytes floor us | FFMA floor us | us / max floor |\n"
       "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
@@ -172,12 +126,12 @@ int Main(int argc, char** argv) {
     int32_t* device_offsets = nullptr;
     uint16_t* device_activations = nullptr;
     uint16_t* device_output = nullptr;
-    BENCH_CHECK(cudaMalloc(&device_offsets, base.row_offsets.size() * sizeof(int32_t)));
-    BENCH_CHECK(cudaMalloc(&device_activations, base.activations.size() * sizeof(uint16_t)));
-    BENCH_CHECK(cudaMalloc(&device_output, size_t(base.rows()) * shape.n * sizeof(uint16_t)));
-    BENCH_CHECK(cudaMemcpy(device_offsets, base.row_offsets.data(), base.row_offsets.size() * sizeof(int32_t),
+    BENCH_CUDA(cudaMalloc(&device_offsets, base.row_offsets.size() * sizeof(int32_t)));
+    BENCH_CUDA(cudaMalloc(&device_activations, base.activations.size() * sizeof(uint16_t)));
+    BENCH_CUDA(cudaMalloc(&device_output, size_t(base.rows()) * shape.n * sizeof(uint16_t)));
+    BENCH_CUDA(cudaMemcpy(device_offsets, base.row_offsets.data(), base.row_offsets.size() * sizeof(int32_t),
                            cudaMemcpyHostToDevice));
-    BENCH_CHECK(cudaMemcpy(device_activations, base.activations.data(),
+    BENCH_CUDA(cudaMemcpy(device_activations, base.activations.data(),
                            base.activations.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
     const DeviceBatch batch{.row_offsets = base.row_offsets,
                             .device_row_offsets = device_offsets,

@@ -24,35 +24,13 @@
 #include "fmt/core.h"
 #include "kernels/gemm_runner.h"
 #include "kernels/moe_layer.h"
+#include "tests/kernels/benchmark_support.h"
 #include "tests/kernels/ffma_rate.h"
 #include "tests/kernels/moe_layer_support.h"
 #include "tests/kernels/random_layer.h"
 
 namespace mxdiff::testing {
 namespace {
-
-#define BENCH_CUDA(expression)                                                                             \
-  do {                                                                                                     \
-    if (cudaError_t _error = (expression); _error != cudaSuccess) {                                        \
-      fmt::print(stderr, "{}:{}: {}: {}\n", __FILE__, __LINE__, #expression, cudaGetErrorString(_error)); \
-      std::exit(1);                                                                                        \
-    }                                                                                                      \
-  } while (false)
-
-template <typename T>
-T OrDie(absl::StatusOr<T> value, const char* what) {
-  if (!value.ok()) {
-    fmt::print(stderr, "{}: {}\n", what, value.status().ToString());
-    std::exit(1);
-  }
-  return *std::move(value);
-}
-void OrDie(const absl::Status& status, const char* what) {
-  if (!status.ok()) {
-    fmt::print(stderr, "{}: {}\n", what, status.ToString());
-    std::exit(1);
-  }
-}
 
 constexpr int kRoutings = 64;
 
@@ -63,37 +41,6 @@ struct Device {
   cudaStream_t stream = nullptr;
 };
 Device* device = nullptr;
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
-}
-
-double MeasureCopyBytesPerSecond() {
-  const size_t bytes = size_t(1) << 30;
-  void *source = nullptr, *destination = nullptr;
-  BENCH_CUDA(cudaMalloc(&source, bytes));
-  BENCH_CUDA(cudaMalloc(&destination, bytes));
-  BENCH_CUDA(cudaMemset(source, 0x5A, bytes));
-  cudaEvent_t start, stop;
-  BENCH_CUDA(cudaEventCreate(&start));
-  BENCH_CUDA(cudaEventCreate(&stop));
-  std::vector<double> rates;
-  for (int i = 0; i < 6; ++i) {
-    BENCH_CUDA(cudaEventRecord(start));
-    BENCH_CUDA(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice));
-    BENCH_CUDA(cudaEventRecord(stop));
-    BENCH_CUDA(cudaEventSynchronize(stop));
-    float milliseconds = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&milliseconds, start, stop));
-    if (i > 0) rates.push_back(2.0 * bytes / (milliseconds * 1e-3));
-  }
-  cudaFree(source);
-  cudaFree(destination);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return Median(rates);
-}
 
 // One real shape and batch size: a layer captured for exactly that many tokens (a graph per
 // batch size, as a decoder keeps them), random weights for every expert, the rotating routings.

@@ -11,19 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/modules/kernel_abi_support.h"
 #include "fuzz/modules/mxdiff_kernel_abi.h"
 #include "reference/reference_gemm.h"
 
 namespace {
 
-int Fail(int code, char* message, size_t message_size, const std::string& text) {
-  if (message_size > 0) {
-    const size_t length = std::min(text.size(), message_size - 1);
-    std::memcpy(message, text.data(), length);
-    message[length] = '\0';
-  }
-  return code;
-}
+using mxdiff::fuzz::Fail;
 
 int RunTestKernel(const mxdiff_problem* p, uint16_t* output, char* message, size_t message_size) {
   if (p->groups <= 0 || p->n <= 0 || p->k <= 0 || p->row_offsets == nullptr || p->transform < 0 ||
@@ -45,16 +39,7 @@ int RunTestKernel(const mxdiff_problem* p, uint16_t* output, char* message, size
   } else if (!mode.empty()) {
     return Fail(MXDIFF_KERNEL_FAILED, message, message_size, "MXDIFF_TEST_KERNEL: unknown mode " + mode);
   }
-  const size_t rows = size_t(p->row_offsets[p->groups]);
-  const size_t groups = size_t(p->groups), n = size_t(p->n), k = size_t(p->k);
-  mxdiff::GroupedProblem problem;
-  problem.groups = p->groups;
-  problem.n = p->n;
-  problem.k = p->k;
-  problem.row_offsets = std::span<const int32_t>(p->row_offsets, groups + 1);
-  problem.activations = std::span<const uint16_t>(p->activations, rows * k);
-  problem.packed_codes = std::span<const uint8_t>(p->packed_codes, groups * n * k / 2);
-  problem.scale_bytes = std::span<const uint8_t>(p->scale_bytes, groups * n * k / mxdiff::kBlockK);
+  const mxdiff::GroupedProblem problem = mxdiff::fuzz::ProblemOf(*p);
   options.tactic.cta_k = p->cta_k;
   options.tactic.splits = p->splits;
   options.threads = 1;
