@@ -60,14 +60,14 @@ class DeviceBuffer {
 
 class DeviceLayer final : public PreparedLayer {
  public:
-  DeviceLayer(const void* owner, int groups, int n, int k, LayerAdmission admission)
-      : owner_(owner), groups_(groups), n_(n), k_(k), admission_(std::move(admission)) {}
+  DeviceLayer(int device, int groups, int n, int k, LayerAdmission admission)
+      : device_(device), groups_(groups), n_(n), k_(k), admission_(std::move(admission)) {}
   int groups() const override { return groups_; }
   int n() const override { return n_; }
   int k() const override { return k_; }
   const LayerAdmission& admission() const override { return admission_; }
 
-  const void* owner() const { return owner_; }
+  int device() const { return device_; }
   DeviceBuffer codes;
   DeviceBuffer ordinary_scales;
   DeviceBuffer folded_scales;  // only when admitted
@@ -77,7 +77,7 @@ class DeviceLayer final : public PreparedLayer {
   }
 
  private:
-  const void* owner_;
+  int device_;
   int groups_;
   int n_;
   int k_;
@@ -124,7 +124,7 @@ class CudaGemmRunner final : public GemmRunner {
                       code_count, scale_count, packed_codes.size(), scale_bytes.size()));
     }
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
-    auto layer = std::make_unique<DeviceLayer>(this, groups, n, k, AdmitLayer(scale_bytes));
+    auto layer = std::make_unique<DeviceLayer>(device_, groups, n, k, AdmitLayer(scale_bytes));
     MXDIFF_RETURN_IF_ERROR(layer->codes.Reserve(code_count));
     MXDIFF_RETURN_IF_ERROR(CudaStatus(
         cudaMemcpy(layer->codes.as<void>(), packed_codes.data(), code_count, cudaMemcpyHostToDevice), "copy codes"));
@@ -258,8 +258,10 @@ class CudaGemmRunner final : public GemmRunner {
 
   absl::StatusOr<const DeviceLayer*> Own(const PreparedLayer& layer) const {
     const auto* device_layer = dynamic_cast<const DeviceLayer*>(&layer);
-    if (device_layer == nullptr || device_layer->owner() != this) {
-      return absl::InvalidArgumentError("the layer was not prepared by this runner");
+    if (device_layer == nullptr) return absl::InvalidArgumentError("the layer was not prepared by a CUDA runner");
+    if (device_layer->device() != device_) {
+      return absl::InvalidArgumentError(fmt::format("the layer was prepared on CUDA device {}, this runner runs on {}",
+                                                    device_layer->device(), device_));
     }
     return device_layer;
   }

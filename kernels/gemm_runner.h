@@ -62,7 +62,8 @@ class GemmRunner {
   virtual const KernelRegistry& registry() const = 0;
   virtual std::string DeviceName() const = 0;
 
-  // Copies codes (groups x N x K/2) and raw scale bytes (groups x N x K/32) to the device.
+  // Copies codes (groups x N x K/2) and raw scale bytes (groups x N x K/32) to the device. The
+  // layer runs on any runner of that device (runners differ only in their registries).
   virtual absl::StatusOr<std::unique_ptr<PreparedLayer>> Prepare(int groups, int n, int k,
                                                                 std::span<const uint8_t> packed_codes,
                                                                 std::span<const uint8_t> scale_bytes) = 0;

@@ -7,18 +7,18 @@
 namespace mxdiff::fuzz {
 namespace {
 
-// One prepared layer per case, shared by both modules: preparing is the expensive copy, so it is
-// kept while the next case has the same weights.
+// One prepared layer per case, shared by every module of the device (a layer runs on any runner
+// of its device): preparing is the expensive copy, so it is kept while the next case has the
+// same weights.
 class KernelSession {
  public:
-  explicit KernelSession(std::shared_ptr<GemmRunner> runner) : runner_(std::move(runner)) {}
-  GemmRunner& runner() { return *runner_; }
+  explicit KernelSession(std::shared_ptr<GemmRunner> preparer) : preparer_(std::move(preparer)) {}
 
   absl::StatusOr<const PreparedLayer*> Prepare(const FuzzCase& c) {
     if (layer_ != nullptr && prepared_.SameAs(c)) return layer_.get();
     layer_.reset();
     absl::StatusOr<std::unique_ptr<PreparedLayer>> layer =
-        runner_->Prepare(c.groups, c.n, c.k, c.packed_codes, c.scale_bytes);
+        preparer_->Prepare(c.groups, c.n, c.k, c.packed_codes, c.scale_bytes);
     if (!layer.ok()) return layer.status();
     layer_ = *std::move(layer);
     prepared_ = WeightsKey::Of(c);
@@ -46,21 +46,26 @@ class KernelSession {
     }
   };
 
-  std::shared_ptr<GemmRunner> runner_;
+  std::shared_ptr<GemmRunner> preparer_;
   std::unique_ptr<PreparedLayer> layer_;
   WeightsKey prepared_;
 };
 
 class KernelModule final : public GemmModule {
  public:
-  KernelModule(std::shared_ptr<KernelSession> session, Transform wanted, StepModel model, std::string name)
-      : session_(std::move(session)), wanted_(wanted), model_(model), name_(std::move(name)) {}
+  KernelModule(std::shared_ptr<GemmRunner> runner, std::shared_ptr<KernelSession> session, Transform wanted,
+               StepModel model, std::string name)
+      : runner_(std::move(runner)),
+        session_(std::move(session)),
+        wanted_(wanted),
+        model_(model),
+        name_(std::move(name)) {}
 
   std::string name() const override { return name_; }
   std::optional<StepModel> model() const override { return model_; }
 
   Tactic MapTactic(const FuzzCase& c) const override {
-    const KernelRegistry& registry = session_->runner().registry();
+    const KernelRegistry& registry = runner_->registry();
     if (registry.Has(c.tactic, Transform::kOrdinary)) return c.tactic;
     const std::vector<Tactic> tactics = registry.OrdinaryTactics();
     if (tactics.empty()) return c.tactic;
@@ -72,7 +77,7 @@ class KernelModule final : public GemmModule {
 
   absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
                                       const LayerAdmission& admission) const override {
-    return DecideRoute(session_->runner().registry(), tactic, Request(c).transform, c.policy, admission.admitted,
+    return DecideRoute(runner_->registry(), tactic, Request(c).transform, c.policy, admission.admitted,
                        admission.Describe());
   }
 
@@ -81,20 +86,20 @@ class KernelModule final : public GemmModule {
     if (!layer.ok()) return layer.status();
     RunRequest request = Request(c);
     request.tactic = tactic;
-    return session_->runner().Run(**layer, c.row_offsets, c.activations, output, request);
+    return runner_->Run(**layer, c.row_offsets, c.activations, output, request);
   }
 
   // The next raster swizzle the registry allows: other CTAs share the split-K semaphores at
   // the same time, so a hand-off that depends on timing shows as a difference.
   std::optional<Tactic> ReorderedTactic(const Tactic& tactic) const override {
-    const int widest = session_->runner().registry().max_swizzle();
+    const int widest = runner_->registry().max_swizzle();
     if (tactic.swizzle > widest || widest == 0) return std::nullopt;
     Tactic reordered = tactic;
     reordered.swizzle = (tactic.swizzle + 1) % (widest + 1);
     return reordered;
   }
 
-  absl::Status CheckHealth() override { return session_->runner().CheckDevice(); }
+  absl::Status CheckHealth() override { return runner_->CheckDevice(); }
 
  private:
   // The ordinary module always asks for ordinary; the folded module asks for what the case
@@ -108,6 +113,7 @@ class KernelModule final : public GemmModule {
     return request;
   }
 
+  std::shared_ptr<GemmRunner> runner_;  // its registry routes and launches
   std::shared_ptr<KernelSession> session_;
   Transform wanted_;
   StepModel model_;
@@ -115,16 +121,6 @@ class KernelModule final : public GemmModule {
 };
 
 }  // namespace
-
-std::vector<std::unique_ptr<GemmModule>> MakeKernelModules(std::shared_ptr<GemmRunner> runner,
-                                                           StepModel device_model, const std::string& name_suffix) {
-  auto session = std::make_shared<KernelSession>(std::move(runner));
-  std::vector<std::unique_ptr<GemmModule>> modules;
-  modules.push_back(
-      std::make_unique<KernelModule>(session, Transform::kOrdinary, device_model, "ordinary" + name_suffix));
-  modules.push_back(std::make_unique<KernelModule>(session, Transform::kFolded, device_model, "folded" + name_suffix));
-  return modules;
-}
 
 KernelRegistry PartialFoldedRegistry(const KernelRegistry& full) {
   KernelRegistry partial(full.max_swizzle());
@@ -141,10 +137,13 @@ absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(std:
   absl::StatusOr<std::unique_ptr<GemmRunner>> partial =
       GemmRunner::CreateWithRegistry(device, PartialFoldedRegistry(runner->registry()));
   if (!partial.ok()) return partial.status();
-  std::vector<std::unique_ptr<GemmModule>> modules = MakeKernelModules(std::move(runner), device_model);
-  std::vector<std::unique_ptr<GemmModule>> partial_modules =
-      MakeKernelModules(std::shared_ptr<GemmRunner>(std::move(*partial)), device_model, "-partial");
-  modules.push_back(std::move(partial_modules[1]));  // the folded one; its ordinary twin adds nothing
+  auto session = std::make_shared<KernelSession>(runner);  // one copy of each case's layer for all three
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<KernelModule>(runner, session, Transform::kOrdinary, device_model, "ordinary"));
+  modules.push_back(std::make_unique<KernelModule>(runner, session, Transform::kFolded, device_model, "folded"));
+  // The partial registry's folded module; its ordinary twin would add nothing.
+  modules.push_back(std::make_unique<KernelModule>(std::shared_ptr<GemmRunner>(std::move(*partial)), session,
+                                                   Transform::kFolded, device_model, "folded-partial"));
   return modules;
 }
 

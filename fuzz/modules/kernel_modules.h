@@ -1,5 +1,5 @@
-// The builtin kernels as two fuzz_gemm modules, ordinary and folded, sharing one GemmRunner
-// and one prepared layer per case. Built only with CUDA (MXDIFF_HAVE_CUDA).
+// The builtin kernels as fuzz_gemm modules, sharing one prepared layer per case. Built only with
+// CUDA (MXDIFF_HAVE_CUDA).
 #pragma once
 
 #include <memory>
@@ -12,12 +12,6 @@
 
 namespace mxdiff::fuzz {
 
-// `device_model` is the calibration guard's verdict (fuzz/calibration_guard.h). The modules are
-// named "ordinary" and "folded", with `name_suffix` appended (e.g. "folded-partial").
-std::vector<std::unique_ptr<GemmModule>> MakeKernelModules(std::shared_ptr<GemmRunner> runner,
-                                                           StepModel device_model,
-                                                           const std::string& name_suffix = "");
-
 // The runner's registry with the folded instantiation of every second CTA shape left out: a
 // runner built on it (GemmRunner::CreateWithRegistry) must fall back to the ordinary kernel
 // there (or fail closed), never launch nothing, the seed project's no-launch bug.
@@ -25,6 +19,7 @@ KernelRegistry PartialFoldedRegistry(const KernelRegistry& full);
 
 // What fuzz_gemm, repro and the GPU corpus replay run: "ordinary" and "folded" on `runner`,
 // and "folded-partial" on a second runner over PartialFoldedRegistry (on the same device).
+// `device_model` is the calibration guard's verdict (fuzz/calibration_guard.h).
 absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(std::shared_ptr<GemmRunner> runner,
                                                                             StepModel device_model, int device = 0);
 

@@ -161,16 +161,47 @@ TEST_F(GemmRouteTest, BadRunsAreRejectedBeforeAnyLaunchWithTheOutputUntouched) {
                   RunRequest{.tactic = Tactic{.cta_m = 16, .cta_n = 128, .cta_k = 32, .swizzle = 12}},
                   "swizzle out of range");
 
-  absl::StatusOr<std::unique_ptr<GemmRunner>> other = GemmRunner::Create();
-  ASSERT_TRUE(other.ok());
+  // A layer no CUDA runner prepared is refused. (One a runner of the same device prepared runs
+  // on any other: LayersRunOnAnyRunnerOfTheirDevice.)
+  class ForeignLayer final : public PreparedLayer {
+   public:
+    explicit ForeignLayer(const PreparedLayer& like) : like_(like) {}
+    int groups() const override { return like_.groups(); }
+    int n() const override { return like_.n(); }
+    int k() const override { return like_.k(); }
+    const LayerAdmission& admission() const override { return like_.admission(); }
+
+   private:
+    const PreparedLayer& like_;
+  };
   std::vector<uint16_t> output(outputs, kSentinel);
-  EXPECT_EQ((*other)->Run(**prepared, layer.row_offsets, layer.activations, output, good).status().code(),
+  EXPECT_EQ(runner().Run(ForeignLayer(**prepared), layer.row_offsets, layer.activations, output, good).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Untouched(output));
 
   const DeviceBatch null_batch{.row_offsets = layer.row_offsets};
   EXPECT_EQ(runner().RunOnDevice(**prepared, null_batch, good).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(runner().CheckDevice().ok());
+}
+
+// fuzz_gemm's modules share one copy of each case's layer between the full registry's runner and
+// the partial one: the same bits from either.
+TEST_F(GemmRouteTest, LayersRunOnAnyRunnerOfTheirDevice) {
+  std::mt19937_64 rng(TestSeed("GemmRouteTest.LayersRunOnAnyRunnerOfTheirDevice"));
+  const std::vector<int> rows = {3, 2};
+  const RandomLayer layer = MakeRandomLayer(rng, 160, 256, rows, ScaleBytes::kAdmitted);
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
+      runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  absl::StatusOr<std::unique_ptr<GemmRunner>> other = GemmRunner::Create();
+  ASSERT_TRUE(other.ok()) << other.status();
+  const size_t outputs = size_t(layer.rows()) * layer.n;
+  std::vector<uint16_t> mine(outputs, kSentinel), theirs(outputs, kSentinel);
+  const RunRequest request{.tactic = kTactic};
+  ASSERT_TRUE(runner().Run(**prepared, layer.row_offsets, layer.activations, mine, request).ok());
+  ASSERT_TRUE((*other)->Run(**prepared, layer.row_offsets, layer.activations, theirs, request).ok());
+  EXPECT_FALSE(Untouched(mine));
+  EXPECT_EQ(mine, theirs);
 }
 
 TEST_F(GemmRouteTest, NoRowsIsAnEmptyResultNotAnError) {
