@@ -14,7 +14,6 @@
 namespace mxdiff::fuzz {
 namespace {
 
-
 template <typename Cursor>
 absl::Status VisitTactic(Cursor& io, const char* prefix, Tactic& tactic) {
   MXDIFF_RETURN_IF_ERROR(io.Int(prefix, ".cta_m", 2, 1, kMaxTileSize, tactic.cta_m));

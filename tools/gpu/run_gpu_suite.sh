@@ -10,7 +10,10 @@
 # Where BUILD_DIR also holds tests/fuzz/fuzz_gpu_test and fuzz/fuzz_gemm (the replay binary), the
 # fuzz corpus is replayed on the GPU too; with MXDIFF_FUZZ_BUILD_DIR (a -DMXDIFF_FUZZING=ON build
 # holding fuzz/fuzz_gemm and tools/repro/repro) a fuzz_gemm campaign of MXDIFF_FUZZ_TIME seconds
-# (default 60) runs last, corpus/ left as it is.
+# (default 60) runs last, corpus/ left as it is. Where BUILD_DIR holds
+# tests/kernels/{moe_layer_gpu_test,moe_layer_benchmark}, the MoE layer's graph tests (and
+# memcheck over them) and benchmark run; tests/fuzz/fuzz_gemm_benchmark in BUILD_DIR and in
+# MXDIFF_FUZZ_BUILD_DIR gives fuzz_gemm's executions per second, uninstrumented and as fuzzed.
 # MXDIFF_SEED fixes the tests' seeds (default: one fresh seed for the whole run, printed).
 # MXDIFF_SANITIZERS picks the compute-sanitizer tools (default all four; empty for none).
 set -uo pipefail
