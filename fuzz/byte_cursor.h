@@ -13,14 +13,9 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff::fuzz {
-
-#define MXDIFF_RETURN_IF_ERROR(expr)   \
-  do {                                 \
-    absl::Status status_ = (expr);     \
-    if (!status_.ok()) return status_; \
-  } while (false)
 
 class ByteReader {
  public:

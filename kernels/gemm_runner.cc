@@ -8,24 +8,16 @@
 
 #include "fmt/core.h"
 #include "kernels/builtin_kernels.h"
+#include "kernels/cuda_status.h"
 #include "kernels/dispatch_table.h"
 #include "kernels/grouped_gemm_launch.h"
 #include "kernels/launch_plan.h"
 #include "kernels/tactic_cache.h"
 #include "reference/prepare_layer_scales.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 namespace {
-
-absl::Status CudaStatus(cudaError_t error, std::string_view what) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(fmt::format("{}: {} ({})", what, cudaGetErrorString(error), cudaGetErrorName(error)));
-}
-
-#define MXDIFF_RETURN_IF_ERROR(expression)            \
-  do {                                                \
-    if (absl::Status _status = (expression); !_status.ok()) return _status; \
-  } while (false)
 
 // A device allocation that only grows.
 class DeviceBuffer {

@@ -3,15 +3,11 @@
 #include <cuda_runtime_api.h>
 
 #include "fmt/core.h"
+#include "kernels/cuda_status.h"
 #include "kernels/mma_probe_kernel.h"
 
 namespace mxdiff {
 namespace {
-
-absl::Status CudaStatus(cudaError_t error, std::string_view what) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(fmt::format("{}: {}", what, cudaGetErrorString(error)));
-}
 
 // Device buffers of one probe run, freed on every path.
 struct ProbeBuffers {

@@ -6,24 +6,16 @@
 #include <cmath>
 
 #include "fmt/core.h"
+#include "kernels/cuda_status.h"
 #include "kernels/grouped_gemm_launch.h"
 #include "kernels/launch_plan.h"
 #include "kernels/moe_layer_kernels.h"
 #include "kernels/tile_map.h"
 #include "reference/prepare_layer_scales.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 namespace {
-
-absl::Status Cuda(cudaError_t error, std::string_view what) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(fmt::format("{}: {} ({})", what, cudaGetErrorString(error), cudaGetErrorName(error)));
-}
-
-#define MOE_RETURN_IF_ERROR(expression)                                      \
-  do {                                                                      \
-    if (absl::Status _status = (expression); !_status.ok()) return _status; \
-  } while (false)
 
 // One device allocation; Allocate replaces it (only outside a captured graph's life).
 class Buffer {
@@ -38,7 +30,7 @@ class Buffer {
     data_ = nullptr;
     bytes_ = 0;
     bytes = std::max<size_t>(bytes, 16);
-    MOE_RETURN_IF_ERROR(Cuda(cudaMalloc(&data_, bytes), fmt::format("cudaMalloc of {} bytes for {}", bytes, what)));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data_, bytes), fmt::format("cudaMalloc of {} bytes for {}", bytes, what)));
     bytes_ = bytes;
     return absl::OkStatus();
   }
@@ -100,13 +92,13 @@ class CudaMoeLayer final : public MoeLayer {
 
   absl::Status Initialize() {
     const MoeShape& s = config_.shape;
-    MOE_RETURN_IF_ERROR(Cuda(cudaSetDevice(config_.device), "cudaSetDevice"));
-    MOE_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(config_.device), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
     int major = 0;
-    MOE_RETURN_IF_ERROR(
-        Cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config_.device), "compute capability"));
+    MXDIFF_RETURN_IF_ERROR(
+        CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config_.device), "compute capability"));
     dependent_launch_ = config_.dependent_launch && major >= 9;
-    MOE_RETURN_IF_ERROR(Cuda(cudaMallocHost(reinterpret_cast<void**>(&host_header_), sizeof(MoeDeviceHeader)), "cudaMallocHost"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMallocHost(reinterpret_cast<void**>(&host_header_), sizeof(MoeDeviceHeader)), "cudaMallocHost"));
     const size_t tokens = size_t(config_.max_tokens), entries = tokens * size_t(s.top_k);
     const size_t rows = size_t(max_rows_), hidden = size_t(s.hidden), inter = size_t(s.intermediate);
     const size_t groups = size_t(s.groups());
@@ -128,25 +120,25 @@ class CudaMoeLayer final : public MoeLayer {
                                 Allocation{&activated_, rows * inter * 2, "SwiGLU output"},
                                 Allocation{&w2_out_, rows * hidden * 2, "W2 output"},
                                 Allocation{&output_, tokens * hidden * 2, "layer output"}}) {
-      MOE_RETURN_IF_ERROR(a.buffer->Allocate(a.bytes, a.what));
-      MOE_RETURN_IF_ERROR(Cuda(cudaMemset(a.buffer->as<void>(), 0, a.buffer->bytes()), "clear"));
+      MXDIFF_RETURN_IF_ERROR(a.buffer->Allocate(a.bytes, a.what));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemset(a.buffer->as<void>(), 0, a.buffer->bytes()), "clear"));
     }
     // Weights: zero codes, raw scale 127 (2^0, admitted) for every expert.
     for (GemmState& gemm : gemm_) {
-      MOE_RETURN_IF_ERROR(gemm.codes.Allocate(groups * gemm.codes_per_expert, "weight codes"));
-      MOE_RETURN_IF_ERROR(Cuda(cudaMemset(gemm.codes.as<void>(), 0, gemm.codes.bytes()), "clear codes"));
+      MXDIFF_RETURN_IF_ERROR(gemm.codes.Allocate(groups * gemm.codes_per_expert, "weight codes"));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemset(gemm.codes.as<void>(), 0, gemm.codes.bytes()), "clear codes"));
       for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
         Buffer& scales = gemm.scales[int(transform)];
-        MOE_RETURN_IF_ERROR(scales.Allocate(groups * gemm.scales_per_expert * sizeof(uint16_t), "prepared scales"));
+        MXDIFF_RETURN_IF_ERROR(scales.Allocate(groups * gemm.scales_per_expert * sizeof(uint16_t), "prepared scales"));
         const std::vector<uint16_t> one(gemm.scales_per_expert, prepared_scale(transform, 127));
         for (size_t g = 0; g < groups; ++g) {
-          MOE_RETURN_IF_ERROR(Cuda(cudaMemcpy(scales.as<uint16_t>() + g * gemm.scales_per_expert, one.data(),
+          MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(scales.as<uint16_t>() + g * gemm.scales_per_expert, one.data(),
                                               one.size() * sizeof(uint16_t), cudaMemcpyHostToDevice),
                                    "copy scales"));
         }
       }
     }
-    return Cuda(ConfigureMoeRoute(MoeRouteSharedBytes(s.groups(), config_.max_tokens, s.top_k, max_rows_)),
+    return CudaStatus(ConfigureMoeRoute(MoeRouteSharedBytes(s.groups(), config_.max_tokens, s.top_k, max_rows_)),
                 "configure the routing kernel");
   }
 
@@ -167,19 +159,19 @@ class CudaMoeLayer final : public MoeLayer {
           MoeGemmName(which), codes.size(), scale_bytes.size(), first_expert, gemm.codes_per_expert,
           gemm.scales_per_expert, groups));
     }
-    MOE_RETURN_IF_ERROR(Cuda(cudaSetDevice(config_.device), "cudaSetDevice"));
-    MOE_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "wait for the layer"));
-    MOE_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(gemm.codes.as<uint8_t>() + first_expert * gemm.codes_per_expert,
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(config_.device), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "wait for the layer"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(gemm.codes.as<uint8_t>() + first_expert * gemm.codes_per_expert,
                                              codes.data(), codes.size(), cudaMemcpyHostToDevice, stream_),
                              "copy codes"));
     std::vector<uint16_t> prepared(scale_bytes.size());
     for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
       PrepareLayerScales(transform, scale_bytes, prepared);
-      MOE_RETURN_IF_ERROR(Cuda(
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(
           cudaMemcpyAsync(gemm.scales[int(transform)].as<uint16_t>() + first_expert * gemm.scales_per_expert,
                           prepared.data(), prepared.size() * sizeof(uint16_t), cudaMemcpyHostToDevice, stream_),
           "copy scales"));
-      MOE_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "copy scales"));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "copy scales"));
     }
     for (size_t e = 0; e < count; ++e) {
       gemm.experts[first_expert + e] =
@@ -203,24 +195,24 @@ class CudaMoeLayer final : public MoeLayer {
           "{} tokens need {} activations, {} expert ids and {} weights; got {}, {} and {}", tokens,
           size_t(tokens) * size_t(s.hidden), entries, entries, activations.size(), expert_ids.size(), weights.size()));
     }
-    MOE_RETURN_IF_ERROR(Cuda(cudaSetDevice(config_.device), "cudaSetDevice"));
-    MOE_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "wait for the layer"));
-    MOE_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(tokens_.as<void>(), &tokens, sizeof tokens, cudaMemcpyHostToDevice,
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(config_.device), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "wait for the layer"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(tokens_.as<void>(), &tokens, sizeof tokens, cudaMemcpyHostToDevice,
                                              stream_), "copy tokens"));
     if (tokens > 0) {
-      MOE_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(activations_.as<void>(), activations.data(), activations.size_bytes(),
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(activations_.as<void>(), activations.data(), activations.size_bytes(),
                                                cudaMemcpyHostToDevice, stream_), "copy activations"));
-      MOE_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(expert_ids_.as<void>(), expert_ids.data(), expert_ids.size_bytes(),
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(expert_ids_.as<void>(), expert_ids.data(), expert_ids.size_bytes(),
                                                cudaMemcpyHostToDevice, stream_), "copy expert ids"));
-      MOE_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(weights_.as<void>(), weights.data(), weights.size_bytes(),
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(weights_.as<void>(), weights.data(), weights.size_bytes(),
                                                cudaMemcpyHostToDevice, stream_), "copy routing weights"));
     }
-    return Cuda(cudaStreamSynchronize(stream_), "copy inputs");
+    return CudaStatus(cudaStreamSynchronize(stream_), "copy inputs");
   }
 
   absl::StatusOr<MoeLayerRoutes> Capture(const MoeLayerRequest& request) override {
-    MOE_RETURN_IF_ERROR(Cuda(cudaSetDevice(config_.device), "cudaSetDevice"));
-    MOE_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "wait for the layer"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(config_.device), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "wait for the layer"));
     const MoeShape& s = config_.shape;
     const std::vector<int32_t> dispatch_rows = MoeDispatchRowOffsets(s, config_.max_tokens);
     Tactic tactics[2];
@@ -246,15 +238,15 @@ class CudaMoeLayer final : public MoeLayer {
         return absl::Status(plan.status().code(), fmt::format("{}: {}", MoeGemmName(MoeGemm(g)), std::string(plan.status().message())));
       }
       if (gemm.tile_map.bytes() < size_t(capacity) * 16 || capacity != gemm.capacity) {
-        MOE_RETURN_IF_ERROR(gemm.tile_map.Allocate(size_t(capacity) * 16, "tile map"));
+        MXDIFF_RETURN_IF_ERROR(gemm.tile_map.Allocate(size_t(capacity) * 16, "tile map"));
       }
       if (plan->splits > 1 && (gemm.semaphores.bytes() < plan->semaphore_count * sizeof(int32_t) ||
                                gemm.partials.bytes() < plan->partial_bytes)) {
-        MOE_RETURN_IF_ERROR(gemm.semaphores.Allocate(plan->semaphore_count * sizeof(int32_t), "split-K semaphores"));
-        MOE_RETURN_IF_ERROR(gemm.partials.Allocate(plan->partial_bytes, "split-K partials"));
+        MXDIFF_RETURN_IF_ERROR(gemm.semaphores.Allocate(plan->semaphore_count * sizeof(int32_t), "split-K semaphores"));
+        MXDIFF_RETURN_IF_ERROR(gemm.partials.Allocate(plan->partial_bytes, "split-K partials"));
       }
       if (plan->splits > 1) {  // semaphores start at zero; every completed launch leaves them so
-        MOE_RETURN_IF_ERROR(Cuda(cudaMemset(gemm.semaphores.as<void>(), 0, gemm.semaphores.bytes()), "clear semaphores"));
+        MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemset(gemm.semaphores.as<void>(), 0, gemm.semaphores.bytes()), "clear semaphores"));
       }
       gemm.tactic = route[g]->tactic;
       gemm.capacity = capacity;
@@ -262,7 +254,7 @@ class CudaMoeLayer final : public MoeLayer {
     }
     request_ = request;
     routes_ = *routes;
-    MOE_RETURN_IF_ERROR(Instantiate());
+    MXDIFF_RETURN_IF_ERROR(Instantiate());
     return routes_;
   }
 
@@ -270,28 +262,28 @@ class CudaMoeLayer final : public MoeLayer {
   absl::StatusOr<MoeReplay> RunEager() override { return Run(/*graph=*/false); }
 
   absl::Status ReadStages(MoeDeviceStages& out) override {
-    MOE_RETURN_IF_ERROR(Cuda(cudaSetDevice(config_.device), "cudaSetDevice"));
-    MOE_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "wait for the layer"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(config_.device), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "wait for the layer"));
     const MoeShape& s = config_.shape;
     const size_t tokens = size_t(config_.max_tokens), entries = tokens * size_t(s.top_k);
     const size_t rows = size_t(max_rows_), hidden = size_t(s.hidden), inter = size_t(s.intermediate);
     MoeDeviceHeader header{};
-    MOE_RETURN_IF_ERROR(Read(header_, &header, sizeof header));
+    MXDIFF_RETURN_IF_ERROR(Read(header_, &header, sizeof header));
     out.tokens = header.tokens;
     out.rows = header.rows;
     auto read = [&](auto& vector, const Buffer& buffer, size_t count) {
       vector.resize(count);
       return Read(buffer, vector.data(), count * sizeof(vector[0]));
     };
-    MOE_RETURN_IF_ERROR(read(out.row_offsets, row_offsets_, size_t(s.groups()) + 1));
-    MOE_RETURN_IF_ERROR(read(out.row_token, row_token_, rows));
-    MOE_RETURN_IF_ERROR(read(out.entry_row, entry_row_, entries));
-    MOE_RETURN_IF_ERROR(read(out.w13_tile_map, gemm_[0].tile_map, size_t(gemm_[0].capacity) * kTileMapInts));
-    MOE_RETURN_IF_ERROR(read(out.w2_tile_map, gemm_[1].tile_map, size_t(gemm_[1].capacity) * kTileMapInts));
-    MOE_RETURN_IF_ERROR(read(out.gathered, gathered_, rows * hidden));
-    MOE_RETURN_IF_ERROR(read(out.w13, w13_out_, rows * 2 * inter));
-    MOE_RETURN_IF_ERROR(read(out.activated, activated_, rows * inter));
-    MOE_RETURN_IF_ERROR(read(out.w2, w2_out_, rows * hidden));
+    MXDIFF_RETURN_IF_ERROR(read(out.row_offsets, row_offsets_, size_t(s.groups()) + 1));
+    MXDIFF_RETURN_IF_ERROR(read(out.row_token, row_token_, rows));
+    MXDIFF_RETURN_IF_ERROR(read(out.entry_row, entry_row_, entries));
+    MXDIFF_RETURN_IF_ERROR(read(out.w13_tile_map, gemm_[0].tile_map, size_t(gemm_[0].capacity) * kTileMapInts));
+    MXDIFF_RETURN_IF_ERROR(read(out.w2_tile_map, gemm_[1].tile_map, size_t(gemm_[1].capacity) * kTileMapInts));
+    MXDIFF_RETURN_IF_ERROR(read(out.gathered, gathered_, rows * hidden));
+    MXDIFF_RETURN_IF_ERROR(read(out.w13, w13_out_, rows * 2 * inter));
+    MXDIFF_RETURN_IF_ERROR(read(out.activated, activated_, rows * inter));
+    MXDIFF_RETURN_IF_ERROR(read(out.w2, w2_out_, rows * hidden));
     return read(out.output, output_, tokens * hidden);
   }
 
@@ -301,30 +293,30 @@ class CudaMoeLayer final : public MoeLayer {
   }
 
   absl::Status CheckDevice() override {
-    MOE_RETURN_IF_ERROR(Cuda(cudaSetDevice(config_.device), "cudaSetDevice"));
-    MOE_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize(), "device"));
-    return Cuda(cudaGetLastError(), "device");
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(config_.device), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "device"));
+    return CudaStatus(cudaGetLastError(), "device");
   }
 
  private:
   absl::Status Read(const Buffer& buffer, void* host, size_t bytes) {
     if (bytes == 0) return absl::OkStatus();
-    return Cuda(cudaMemcpy(host, buffer.as<void>(), bytes, cudaMemcpyDeviceToHost), "read back");
+    return CudaStatus(cudaMemcpy(host, buffer.as<void>(), bytes, cudaMemcpyDeviceToHost), "read back");
   }
 
   absl::Status Instantiate() {
     cudaGraph_t graph = nullptr;
-    MOE_RETURN_IF_ERROR(Cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "begin capture"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "begin capture"));
     const absl::Status enqueued = Enqueue(stream_, kMoeStageAll);
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
     if (!enqueued.ok()) {
       if (graph != nullptr) cudaGraphDestroy(graph);
       return enqueued;
     }
-    MOE_RETURN_IF_ERROR(Cuda(ended, "end capture"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(ended, "end capture"));
     const cudaError_t instantiated = cudaGraphInstantiate(&exec_, graph, 0);
     cudaGraphDestroy(graph);
-    return Cuda(instantiated, "instantiate the graph");
+    return CudaStatus(instantiated, "instantiate the graph");
   }
 
   absl::Status Enqueue(cudaStream_t stream, unsigned mask) {
@@ -332,7 +324,7 @@ class CudaMoeLayer final : public MoeLayer {
     if (config_.poison_stages && mask == kMoeStageAll) {
       for (Buffer* buffer : {&header_, &row_offsets_, &row_token_, &entry_row_, &gemm_[0].tile_map,
                              &gemm_[1].tile_map, &gathered_, &w13_out_, &activated_, &w2_out_, &output_}) {
-        MOE_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(buffer->as<void>(), 0xFF, buffer->bytes(), stream), "poison"));
+        MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(buffer->as<void>(), 0xFF, buffer->bytes(), stream), "poison"));
       }
     }
     if (mask & kMoeStageRoute) {
@@ -357,9 +349,9 @@ class CudaMoeLayer final : public MoeLayer {
       route.entry_row = entry_row_.as<int32_t>();
       route.gathered = gathered_.as<uint16_t>();
       route.header = header_.as<MoeDeviceHeader>();
-      MOE_RETURN_IF_ERROR(Cuda(LaunchMoeRoute(route, stream), "launch route+gather"));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(LaunchMoeRoute(route, stream), "launch route+gather"));
     }
-    if (mask & kMoeStageW13) MOE_RETURN_IF_ERROR(LaunchGemm(0, routes_.w13, gathered_, w13_out_, stream));
+    if (mask & kMoeStageW13) MXDIFF_RETURN_IF_ERROR(LaunchGemm(0, routes_.w13, gathered_, w13_out_, stream));
     if (mask & kMoeStageSwiglu) {
       const MoeSwigluArgs swiglu{.header = header_.as<MoeDeviceHeader>(),
                                  .w13 = w13_out_.as<uint16_t>(),
@@ -367,9 +359,9 @@ class CudaMoeLayer final : public MoeLayer {
                                  .intermediate = s.intermediate,
                                  .max_rows = max_rows_,
                                  .limit = config_.swiglu_limit};
-      MOE_RETURN_IF_ERROR(Cuda(LaunchMoeSwiglu(swiglu, stream, dependent_launch_), "launch SwiGLU"));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(LaunchMoeSwiglu(swiglu, stream, dependent_launch_), "launch SwiGLU"));
     }
-    if (mask & kMoeStageW2) MOE_RETURN_IF_ERROR(LaunchGemm(1, routes_.w2, activated_, w2_out_, stream));
+    if (mask & kMoeStageW2) MXDIFF_RETURN_IF_ERROR(LaunchGemm(1, routes_.w2, activated_, w2_out_, stream));
     if (mask & kMoeStageCombine) {
       const MoeCombineArgs combine{.header = header_.as<MoeDeviceHeader>(),
                                    .row_offsets = row_offsets_.as<int32_t>(),
@@ -382,7 +374,7 @@ class CudaMoeLayer final : public MoeLayer {
                                    .shared_expert = s.shared_expert ? 1 : 0,
                                    .hidden = s.hidden,
                                    .max_tokens = config_.max_tokens};
-      MOE_RETURN_IF_ERROR(Cuda(LaunchMoeCombine(combine, stream, dependent_launch_), "launch combine"));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(LaunchMoeCombine(combine, stream, dependent_launch_), "launch combine"));
     }
     return absl::OkStatus();
   }
@@ -417,7 +409,7 @@ class CudaMoeLayer final : public MoeLayer {
     if (!request_ || exec_ == nullptr) {
       return absl::FailedPreconditionError("the MoE layer has not been captured: call Capture first");
     }
-    MOE_RETURN_IF_ERROR(Cuda(cudaSetDevice(config_.device), "cudaSetDevice"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(config_.device), "cudaSetDevice"));
     MoeReplay replay;
     // The weights written since the capture may route a GEMM differently: the same request,
     // decided again on the verdicts of now.
@@ -428,20 +420,20 @@ class CudaMoeLayer final : public MoeLayer {
       routes_ = *now;
       if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
       exec_ = nullptr;
-      MOE_RETURN_IF_ERROR(Instantiate());
+      MXDIFF_RETURN_IF_ERROR(Instantiate());
       replay.recaptured = true;
     }
     routes_.w13.detail = now->w13.detail;
     routes_.w2.detail = now->w2.detail;
     replay.routes = routes_;
     if (graph) {
-      MOE_RETURN_IF_ERROR(Cuda(cudaGraphLaunch(exec_, stream_), "launch the graph"));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGraphLaunch(exec_, stream_), "launch the graph"));
     } else {
-      MOE_RETURN_IF_ERROR(Enqueue(stream_, kMoeStageAll));
+      MXDIFF_RETURN_IF_ERROR(Enqueue(stream_, kMoeStageAll));
     }
-    MOE_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(host_header_, header_.as<void>(), sizeof(MoeDeviceHeader),
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(host_header_, header_.as<void>(), sizeof(MoeDeviceHeader),
                                              cudaMemcpyDeviceToHost, stream_), "read the routing header"));
-    MOE_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), graph ? "the layer's graph" : "the layer"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), graph ? "the layer's graph" : "the layer"));
     const MoeDeviceHeader& h = *host_header_;
     switch (MoeRoutingVerdict(h.verdict)) {
       case MoeRoutingVerdict::kOk:

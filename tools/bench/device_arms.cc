@@ -10,20 +10,12 @@
 #include "fmt/format.h"
 #include "fuzz/case_format.h"
 #include "fuzz/modules/external_module.h"
+#include "kernels/cuda_status.h"
+#include "reference/status_macros.h"
 #include "tools/bench/bit_compare.h"
 
 namespace mxdiff::bench {
 namespace {
-
-absl::Status Cuda(cudaError_t error, std::string_view what) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(fmt::format("{}: {} ({})", what, cudaGetErrorString(error), cudaGetErrorName(error)));
-}
-
-#define BENCH_RETURN_IF_ERROR(expression)                                   \
-  do {                                                                      \
-    if (absl::Status _status = (expression); !_status.ok()) return _status; \
-  } while (false)
 
 static_assert(kPoisonBits == kRunnerOutputPoison, "the bench poisons outputs as GemmRunner::Run does");
 
@@ -42,8 +34,8 @@ class Events {
     if (stop_ != nullptr) cudaEventDestroy(stop_);
   }
   absl::Status Create() {
-    BENCH_RETURN_IF_ERROR(Cuda(cudaEventCreate(&start_), "cudaEventCreate"));
-    return Cuda(cudaEventCreate(&stop_), "cudaEventCreate");
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&start_), "cudaEventCreate"));
+    return CudaStatus(cudaEventCreate(&stop_), "cudaEventCreate");
   }
   cudaEvent_t start() const { return start_; }
   cudaEvent_t stop() const { return stop_; }
@@ -84,13 +76,13 @@ class GraphArm final : public BenchArm {
   std::string route() const override { return route_.empty() ? "(not run)" : route_; }
 
   absl::StatusOr<std::vector<uint16_t>> RunSet(int index) override {
-    BENCH_RETURN_IF_ERROR(
-        Cuda(cudaMemsetAsync(output_.get(), kRunnerPoisonByte, output_.bytes(), stream_), "poison output"));
-    BENCH_RETURN_IF_ERROR(Launch(index));
+    MXDIFF_RETURN_IF_ERROR(
+        CudaStatus(cudaMemsetAsync(output_.get(), kRunnerPoisonByte, output_.bytes(), stream_), "poison output"));
+    MXDIFF_RETURN_IF_ERROR(Launch(index));
     std::vector<uint16_t> bits(output_.bytes() / sizeof(uint16_t));
-    BENCH_RETURN_IF_ERROR(
-        Cuda(cudaMemcpyAsync(bits.data(), output_.get(), output_.bytes(), cudaMemcpyDeviceToHost, stream_), "copy output"));
-    BENCH_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), fmt::format("{} on set {}", label_, index)));
+    MXDIFF_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(bits.data(), output_.get(), output_.bytes(), cudaMemcpyDeviceToHost, stream_), "copy output"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), fmt::format("{} on set {}", label_, index)));
     if (std::string unwritten = DescribeUnwritten(bits, sets_.n()); !unwritten.empty()) {
       return absl::InternalError(fmt::format("{} on set {}: {}", label_, index, unwritten));
     }
@@ -99,43 +91,43 @@ class GraphArm final : public BenchArm {
 
   absl::Status WarmUp(int passes) override {
     for (int pass = 0; pass < passes; ++pass) {
-      for (int i = 0; i < sets_.count(); ++i) BENCH_RETURN_IF_ERROR(Launch(i));
+      for (int i = 0; i < sets_.count(); ++i) MXDIFF_RETURN_IF_ERROR(Launch(i));
     }
-    return Cuda(cudaStreamSynchronize(stream_), fmt::format("{} warm-up", label_));
+    return CudaStatus(cudaStreamSynchronize(stream_), fmt::format("{} warm-up", label_));
   }
 
   absl::Status PrepareTiming(int capture_mode, bool launch_once) override {
-    BENCH_RETURN_IF_ERROR(Cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureMode(capture_mode)), "begin capture"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamBeginCapture(stream_, cudaStreamCaptureMode(capture_mode)), "begin capture"));
     absl::Status captured = absl::OkStatus();
     for (int i = 0; i < calls_ && captured.ok(); ++i) captured = Launch(i % sets_.count());
     const cudaError_t end = cudaStreamEndCapture(stream_, &graph_);
     if (!captured.ok()) return absl::Status(captured.code(), fmt::format("capture of {}: {}", label_, std::string(captured.message())));
-    BENCH_RETURN_IF_ERROR(Cuda(end, fmt::format("capture of {}", label_)));
-    BENCH_RETURN_IF_ERROR(Cuda(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(end, fmt::format("capture of {}", label_)));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate"));
     if (!launch_once) return absl::OkStatus();
-    BENCH_RETURN_IF_ERROR(Cuda(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"));
-    return Cuda(cudaStreamSynchronize(stream_), fmt::format("first replay of {}", label_));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"));
+    return CudaStatus(cudaStreamSynchronize(stream_), fmt::format("first replay of {}", label_));
   }
 
   absl::StatusOr<ReplayTime> TimeReplay() override {
     if (exec_ == nullptr) return absl::FailedPreconditionError(fmt::format("{} was not captured", label_));
-    if (flusher_ != nullptr) BENCH_RETURN_IF_ERROR(flusher_->Flush(stream_));
-    BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(events_.start(), stream_), "cudaEventRecord"));
-    BENCH_RETURN_IF_ERROR(Cuda(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"));
-    BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(events_.stop(), stream_), "cudaEventRecord"));
-    BENCH_RETURN_IF_ERROR(Cuda(cudaEventSynchronize(events_.stop()), fmt::format("replay of {}", label_)));
+    if (flusher_ != nullptr) MXDIFF_RETURN_IF_ERROR(flusher_->Flush(stream_));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(events_.start(), stream_), "cudaEventRecord"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(events_.stop(), stream_), "cudaEventRecord"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(events_.stop()), fmt::format("replay of {}", label_)));
     float milliseconds = 0;
-    BENCH_RETURN_IF_ERROR(
-        Cuda(cudaEventElapsedTime(&milliseconds, events_.start(), events_.stop()), "cudaEventElapsedTime"));
+    MXDIFF_RETURN_IF_ERROR(
+        CudaStatus(cudaEventElapsedTime(&milliseconds, events_.start(), events_.stop()), "cudaEventElapsedTime"));
     const double replay_us = double(milliseconds) * 1e3;
     return ReplayTime{.per_call_us = replay_us / calls_, .replay_us = replay_us, .calls = calls_};
   }
 
   absl::StatusOr<std::vector<uint16_t>> LastOutput() override {
     std::vector<uint16_t> bits(output_.bytes() / sizeof(uint16_t));
-    BENCH_RETURN_IF_ERROR(
-        Cuda(cudaMemcpyAsync(bits.data(), output_.get(), output_.bytes(), cudaMemcpyDeviceToHost, stream_), "copy output"));
-    BENCH_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "copy output"));
+    MXDIFF_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(bits.data(), output_.get(), output_.bytes(), cudaMemcpyDeviceToHost, stream_), "copy output"));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "copy output"));
     return bits;
   }
   int last_set() const override { return (calls_ - 1) % sets_.count(); }
@@ -149,7 +141,7 @@ class GraphArm final : public BenchArm {
                             .stream = stream_};
     absl::StatusOr<Route> route = sets_.runner().RunOnDevice(sets_.set(index), batch, request_);
     if (!route.ok()) return route.status();
-    BENCH_RETURN_IF_ERROR(CheckRoute(*route, request_));
+    MXDIFF_RETURN_IF_ERROR(CheckRoute(*route, request_));
     route_ = DescribeRoute(*route);
     return absl::OkStatus();
   }
@@ -184,7 +176,7 @@ class HostArm final : public BenchArm {
   std::string route() const override { return route_.empty() ? "(not run)" : route_; }
 
   absl::StatusOr<std::vector<uint16_t>> RunSet(int index) override {
-    BENCH_RETURN_IF_ERROR(Call(index));
+    MXDIFF_RETURN_IF_ERROR(Call(index));
     if (std::string unwritten = DescribeUnwritten(output_, sets_.n()); !unwritten.empty()) {
       return absl::InternalError(fmt::format("{} on set {}: {}", label_, index, unwritten));
     }
@@ -192,7 +184,7 @@ class HostArm final : public BenchArm {
   }
   absl::Status WarmUp(int passes) override {
     for (int pass = 0; pass < passes; ++pass) {
-      for (int i = 0; i < sets_.count(); ++i) BENCH_RETURN_IF_ERROR(Call(i));
+      for (int i = 0; i < sets_.count(); ++i) MXDIFF_RETURN_IF_ERROR(Call(i));
     }
     return absl::OkStatus();
   }
@@ -200,11 +192,11 @@ class HostArm final : public BenchArm {
 
   absl::StatusOr<ReplayTime> TimeReplay() override {
     if (flusher_ != nullptr) {
-      BENCH_RETURN_IF_ERROR(flusher_->Flush(stream_));
-      BENCH_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "L2 flush"));
+      MXDIFF_RETURN_IF_ERROR(flusher_->Flush(stream_));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "L2 flush"));
     }
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls_; ++i) BENCH_RETURN_IF_ERROR(Call(i % sets_.count()));
+    for (int i = 0; i < calls_; ++i) MXDIFF_RETURN_IF_ERROR(Call(i % sets_.count()));
     const double replay_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     last_set_ = (calls_ - 1) % sets_.count();
     return ReplayTime{.per_call_us = replay_us / calls_, .replay_us = replay_us, .calls = calls_};
@@ -236,7 +228,7 @@ class HostArm final : public BenchArm {
 
 absl::StatusOr<DeviceMemory> DeviceMemory::Allocate(size_t bytes, std::string_view what) {
   DeviceMemory memory;
-  BENCH_RETURN_IF_ERROR(Cuda(cudaMalloc(&memory.data_, std::max<size_t>(bytes, 16)),
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&memory.data_, std::max<size_t>(bytes, 16)),
                              fmt::format("cudaMalloc of {} bytes ({})", bytes, what)));
   memory.bytes_ = bytes;
   return memory;
@@ -319,10 +311,10 @@ absl::StatusOr<std::unique_ptr<LayerSets>> LayerSets::Create(GemmRunner& runner,
       DeviceMemory::Allocate(sets->activations_.size() * sizeof(uint16_t), "activations");
   if (!activations.ok()) return activations.status();
   sets->device_activations_ = *std::move(activations);
-  BENCH_RETURN_IF_ERROR(Cuda(cudaMemcpy(sets->device_offsets_.get(), sets->row_offsets_.data(),
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(sets->device_offsets_.get(), sets->row_offsets_.data(),
                                         sets->row_offsets_.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
                              "copy row offsets"));
-  BENCH_RETURN_IF_ERROR(Cuda(cudaMemcpy(sets->device_activations_.get(), sets->activations_.data(),
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(sets->device_activations_.get(), sets->activations_.data(),
                                         sets->activations_.size() * sizeof(uint16_t), cudaMemcpyHostToDevice),
                              "copy activations"));
   return sets;
@@ -330,7 +322,7 @@ absl::StatusOr<std::unique_ptr<LayerSets>> LayerSets::Create(GemmRunner& runner,
 
 absl::StatusOr<std::unique_ptr<L2Flusher>> L2Flusher::Create(int device) {
   int l2_bytes = 0;
-  BENCH_RETURN_IF_ERROR(Cuda(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device), "L2 size"));
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device), "L2 size"));
   auto flusher = std::make_unique<L2Flusher>();
   absl::StatusOr<DeviceMemory> memory = DeviceMemory::Allocate(2 * size_t(std::max(l2_bytes, 1 << 20)), "L2 flush");
   if (!memory.ok()) return memory.status();
@@ -339,7 +331,7 @@ absl::StatusOr<std::unique_ptr<L2Flusher>> L2Flusher::Create(int device) {
 }
 
 absl::Status L2Flusher::Flush(void* stream) {
-  return Cuda(cudaMemsetAsync(memory_.get(), ++value_, memory_.bytes(), AsStream(stream)), "L2 flush");
+  return CudaStatus(cudaMemsetAsync(memory_.get(), ++value_, memory_.bytes(), AsStream(stream)), "L2 flush");
 }
 
 std::string DescribeRoute(const Route& route) {
@@ -349,7 +341,7 @@ std::string DescribeRoute(const Route& route) {
 absl::StatusOr<std::unique_ptr<BenchArm>> MakeGraphArm(std::string label, const LayerSets& sets, RunRequest request,
                                                        void* stream, int calls, L2Flusher* flusher) {
   auto arm = std::make_unique<GraphArm>(std::move(label), sets, request, AsStream(stream), calls, flusher);
-  BENCH_RETURN_IF_ERROR(arm->Init());
+  MXDIFF_RETURN_IF_ERROR(arm->Init());
   return std::unique_ptr<BenchArm>(std::move(arm));
 }
 
@@ -359,7 +351,7 @@ absl::StatusOr<std::unique_ptr<BenchArm>> MakeHostBuiltinArm(std::string label, 
   HostArm::RunFn run = [&sets, request](int index, std::span<uint16_t> output) -> absl::StatusOr<Route> {
     absl::StatusOr<Route> route =
         sets.runner().Run(sets.set(index), sets.row_offsets(), sets.activations(), output, request);
-    if (route.ok()) BENCH_RETURN_IF_ERROR(CheckRoute(*route, request));
+    if (route.ok()) MXDIFF_RETURN_IF_ERROR(CheckRoute(*route, request));
     return route;
   };
   return std::unique_ptr<BenchArm>(
