@@ -1,5 +1,6 @@
 // The grouped MXFP4 x FP16 -> FP16 kernel: one CTA computes one (M tile, N tile, split).
-// Block index = split x tiles + tile.
+// Block index = split x tiles + tile. kGather: row r of the activations is row row_source[r]
+// and the CTAs of N tile 0 record what they read (KernelLaunch); the plain kernel has neither.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@
 
 namespace mxdiff {
 
-template <int kCtaM, int kCtaN, int kCtaK, Transform kTransform>
+template <int kCtaM, int kCtaN, int kCtaK, Transform kTransform, bool kGather>
 __global__ void __launch_bounds__(128) GroupedGemmKernel(KernelLaunch p) {
   using Loop = Mainloop<kCtaM, kCtaN, kCtaK, kTransform>;
   using Epilogue = SplitKEpilogue<kCtaM, kCtaN>;
@@ -47,8 +48,8 @@ __global__ void __launch_bounds__(128) GroupedGemmKernel(KernelLaunch p) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc[block][i] = 0.0f;
   }
-  Loop::Run(acc, smem, p.activations, p.k, group_tile.row_begin, group_tile.row_end, code_row, scale_row,
-            column_valid, range.begin, range.end);
+  Loop::Run(acc, smem, p.activations, kGather ? p.row_source : nullptr, kGather && coord.n == 0 ? p.record : nullptr,
+            p.k, group_tile.row_begin, group_tile.row_end, code_row, scale_row, column_valid, range.begin, range.end);
 
   if (p.splits > 1) {
     float* tile_partials = p.partials + size_t(tile) * p.splits * kCtaM * kCtaN;

@@ -27,6 +27,8 @@ absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPl
                       .row_offsets = args.device_row_offsets,
                       .tile_map = args.tile_map,
                       .activations = args.activations,
+                      .row_source = args.row_source,
+                      .record = args.record,
                       .codes = args.codes,
                       .scales = args.scales,
                       .output = args.output,
@@ -38,8 +40,10 @@ absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPl
                       .dependent = args.dependent};
   if (absl::Status status = CheckLaunch(launch, *plan); !status.ok()) return status;
   if (plan->ctas() == 0) return absl::OkStatus();  // no rows: nothing to compute or write
-  const cudaError_t error = args.transform == Transform::kOrdinary ? LaunchOrdinaryKernel(launch)
-                                                                   : LaunchFoldedKernel(launch);
+  const bool ordinary = args.transform == Transform::kOrdinary;
+  const cudaError_t error = launch.row_source != nullptr
+                                ? (ordinary ? LaunchOrdinaryGatheredKernel(launch) : LaunchFoldedGatheredKernel(launch))
+                                : (ordinary ? LaunchOrdinaryKernel(launch) : LaunchFoldedKernel(launch));
   if (error != cudaSuccess) {
     return absl::InternalError(fmt::format("launch of {} {} failed: {}", args.transform == Transform::kOrdinary
                                                                              ? "ordinary" : "folded",

@@ -22,6 +22,8 @@ struct DeviceGemmArgs {
   const int32_t* device_row_offsets = nullptr;
   const int32_t* tile_map = nullptr;  // capacity launches only (kernel_launch.h)
   const uint16_t* activations = nullptr;
+  const int32_t* row_source = nullptr;  // see KernelLaunch
+  uint16_t* record = nullptr;
   const uint8_t* codes = nullptr;
   const uint16_t* scales = nullptr;  // prepared for `transform`
   uint16_t* output = nullptr;

@@ -1,5 +1,5 @@
-// Entry points of the instantiated kernels, one per transform (each in its own .cu so the two
-// compile in parallel). The caller has checked the launch (launch_plan.h); these only launch.
+// Entry points of the instantiated kernels, one per transform and kind (each in its own .cu so
+// that they compile in parallel). The caller has checked the launch (launch_plan.h); these only launch.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,5 +10,8 @@ namespace mxdiff {
 
 cudaError_t LaunchOrdinaryKernel(const KernelLaunch& launch);  // kernel_instantiations_ordinary.cu
 cudaError_t LaunchFoldedKernel(const KernelLaunch& launch);    // kernel_instantiations_folded.cu
+// With launch.row_source (and launch.record): the MoE layer's W13.
+cudaError_t LaunchOrdinaryGatheredKernel(const KernelLaunch& launch);  // kernel_instantiations_ordinary_gathered.cu
+cudaError_t LaunchFoldedGatheredKernel(const KernelLaunch& launch);    // kernel_instantiations_folded_gathered.cu
 
 }  // namespace mxdiff

@@ -33,6 +33,12 @@ struct KernelLaunch {
   // entry has group -1 (beyond this routing's rows) does nothing. Null: m_tiles is exact.
   const int32_t* tile_map = nullptr;
   const uint16_t* activations = nullptr;  // device, M x K fp16 bits
+  // Optional (the MoE layer's W13): activation row r is row row_source[r] of `activations`, so
+  // the rows are read in expert order without a gathered copy. Null: row r is row r.
+  const int32_t* row_source = nullptr;
+  // Optional, with row_source (the MoE layer's stage checks): the CTAs of N tile 0 also write
+  // the activation values they multiply, row r at record + r * k: the gathered rows.
+  uint16_t* record = nullptr;
   const uint8_t* codes = nullptr;         // device, groups x N x K/2
   const uint16_t* scales = nullptr;       // device, groups x N x K/32 prepared fp16 scale bits
   uint16_t* output = nullptr;             // device, M x N fp16 bits

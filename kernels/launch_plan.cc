@@ -114,6 +114,13 @@ absl::Status CheckLaunch(const KernelLaunch& launch, const LaunchPlan& plan) {
   if (absl::Status s = CheckPointer("codes", launch.codes, 16); !s.ok()) return s;
   if (absl::Status s = CheckPointer("scales", launch.scales, alignof(uint16_t)); !s.ok()) return s;
   if (absl::Status s = CheckPointer("output", launch.output, alignof(uint16_t)); !s.ok()) return s;
+  if (launch.row_source != nullptr) {
+    if (absl::Status s = CheckPointer("row_source", launch.row_source, alignof(int32_t)); !s.ok()) return s;
+  }
+  if (launch.record != nullptr) {  // written 8 bytes at a time, as the activations are read
+    if (launch.row_source == nullptr) return absl::InvalidArgumentError("record is only for a gathered launch (row_source)");
+    if (absl::Status s = CheckPointer("record", launch.record, 8); !s.ok()) return s;
+  }
   if (plan.splits > 1) {
     if (absl::Status s = CheckPointer("split-K semaphores", launch.semaphores, alignof(int32_t)); !s.ok()) return s;
     if (absl::Status s = CheckPointer("split-K partials", launch.partials, kPartialsAlign); !s.ok()) return s;

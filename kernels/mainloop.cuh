@@ -40,19 +40,34 @@ struct Mainloop {
     alignas(16) uint16_t activations[2][kCtaM][Shape::kSmemStride];
   };
 
-  // Global loads of one activation tile into registers; rows outside the group and k outside
-  // the range are zero (their products only reach outputs that are never stored).
+  // Global loads of one activation tile into registers; chunks of rows outside the group
+  // (source row -1) and k outside the range are zero (their products only reach outputs that
+  // are never stored).
   __device__ __forceinline__ static void LoadActivations(uint2 (&staged)[Shape::kChunksPerThread],
-                                                         const uint16_t* activations, int k, int row_begin,
-                                                         int row_end, int k0, int k_end) {
+                                                         const uint16_t* activations, int k,
+                                                         const int (&source)[Shape::kChunksPerThread], int k0,
+                                                         int k_end) {
 #pragma unroll
     for (int c = 0; c < Shape::kChunksPerThread; ++c) {
       const int chunk = threadIdx.x + c * Shape::kThreads;
-      const int row = row_begin + chunk / Shape::kChunksPerRow;
       const int kk = k0 + (chunk % Shape::kChunksPerRow) * 4;
-      staged[c] = (row < row_end && kk < k_end)
-                      ? __ldg(reinterpret_cast<const uint2*>(activations + size_t(row) * k + kk))
+      staged[c] = (source[c] >= 0 && kk < k_end)
+                      ? __ldg(reinterpret_cast<const uint2*>(activations + size_t(source[c]) * k + kk))
                       : make_uint2(0, 0);
+    }
+  }
+
+  // The staged values of valid chunks, row r (of the tile's rows) at record + r * k.
+  __device__ __forceinline__ static void RecordActivations(uint16_t* record, int k, int row_begin,
+                                                           const int (&source)[Shape::kChunksPerThread], int k0,
+                                                           int k_end, const uint2 (&staged)[Shape::kChunksPerThread]) {
+#pragma unroll
+    for (int c = 0; c < Shape::kChunksPerThread; ++c) {
+      const int chunk = threadIdx.x + c * Shape::kThreads;
+      const int kk = k0 + (chunk % Shape::kChunksPerRow) * 4;
+      if (source[c] >= 0 && kk < k_end) {
+        *reinterpret_cast<uint2*>(record + size_t(row_begin + chunk / Shape::kChunksPerRow) * k + kk) = staged[c];
+      }
     }
   }
 
@@ -105,16 +120,28 @@ struct Mainloop {
     }
   }
 
-  // Accumulates k in [k_begin, k_end) into acc (which the caller zeroed).
+  // Accumulates k in [k_begin, k_end) of rows [row_begin, row_end) into acc (which the caller
+  // zeroed). Row r is row row_source[r] of `activations` where row_source is given (a gather
+  // without a gathered copy; each thread's chunks keep their rows, so each looks its row up
+  // once); where `record` is given, the values read are written there too (row r at
+  // record + r * k). The plain kernel passes both as null constants: no trace of either.
   __device__ __forceinline__ static void Run(float (&acc)[Shape::kRowBlocks][8], SharedStorage& smem,
-                                             const uint16_t* activations, int k, int row_begin, int row_end,
+                                             const uint16_t* activations, const int32_t* row_source,
+                                             uint16_t* record, int k, int row_begin, int row_end,
                                              const uint8_t* code_row, const uint16_t* scale_row,
                                              bool column_valid, int k_begin, int k_end) {
+    int source[Shape::kChunksPerThread];
+#pragma unroll
+    for (int c = 0; c < Shape::kChunksPerThread; ++c) {
+      const int row = row_begin + (int(threadIdx.x) + c * Shape::kThreads) / Shape::kChunksPerRow;
+      source[c] = row >= row_end ? -1 : (row_source != nullptr ? __ldg(row_source + row) : row);
+    }
     uint2 staged[Shape::kChunksPerThread];
     WeightTile next;
-    LoadActivations(staged, activations, k, row_begin, row_end, k_begin, k_end);
+    LoadActivations(staged, activations, k, source, k_begin, k_end);
     LoadWeights(next, code_row, scale_row, column_valid, k_begin, k_end);
     StoreActivations(smem, 0, staged);
+    if (record != nullptr) RecordActivations(record, k, row_begin, source, k_begin, k_end, staged);
     __syncthreads();
     int stage = 0;
     for (int k0 = k_begin; k0 < k_end; k0 += kCtaK) {
@@ -122,11 +149,14 @@ struct Mainloop {
       const int k_next = k0 + kCtaK;
       const bool more = k_next < k_end;
       if (more) {
-        LoadActivations(staged, activations, k, row_begin, row_end, k_next, k_end);
+        LoadActivations(staged, activations, k, source, k_next, k_end);
         LoadWeights(next, code_row, scale_row, column_valid, k_next, k_end);
       }
       Multiply(acc, smem, stage, current, k_end - k0 < kCtaK ? k_end - k0 : kCtaK);
-      if (more) StoreActivations(smem, stage ^ 1, staged);
+      if (more) {
+        StoreActivations(smem, stage ^ 1, staged);
+        if (record != nullptr) RecordActivations(record, k, row_begin, source, k_next, k_end, staged);
+      }
       __syncthreads();
       stage ^= 1;
     }

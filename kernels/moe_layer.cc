@@ -347,11 +347,18 @@ class CudaMoeLayer final : public MoeLayer {
       route.row_offsets = row_offsets_.as<int32_t>();
       route.row_token = row_token_.as<int32_t>();
       route.entry_row = entry_row_.as<int32_t>();
-      route.gathered = gathered_.as<uint16_t>();
+      route.gathered = config_.gather_in_w13 ? nullptr : gathered_.as<uint16_t>();
       route.header = header_.as<MoeDeviceHeader>();
       MXDIFF_RETURN_IF_ERROR(CudaStatus(LaunchMoeRoute(route, stream), "launch route+gather"));
     }
-    if (mask & kMoeStageW13) MXDIFF_RETURN_IF_ERROR(LaunchGemm(0, routes_.w13, gathered_, w13_out_, stream));
+    if (mask & kMoeStageW13) {
+      const absl::Status launched =
+          config_.gather_in_w13
+              ? LaunchGemm(0, routes_.w13, activations_.as<uint16_t>(), row_token_.as<int32_t>(), gathered_.as<uint16_t>(),
+                           w13_out_, stream)
+              : LaunchGemm(0, routes_.w13, gathered_.as<uint16_t>(), nullptr, nullptr, w13_out_, stream);
+      MXDIFF_RETURN_IF_ERROR(launched);
+    }
     if (mask & kMoeStageSwiglu) {
       const MoeSwigluArgs swiglu{.header = header_.as<MoeDeviceHeader>(),
                                  .w13 = w13_out_.as<uint16_t>(),
@@ -361,7 +368,9 @@ class CudaMoeLayer final : public MoeLayer {
                                  .limit = config_.swiglu_limit};
       MXDIFF_RETURN_IF_ERROR(CudaStatus(LaunchMoeSwiglu(swiglu, stream, dependent_launch_), "launch SwiGLU"));
     }
-    if (mask & kMoeStageW2) MXDIFF_RETURN_IF_ERROR(LaunchGemm(1, routes_.w2, activated_, w2_out_, stream));
+    if (mask & kMoeStageW2) {
+      MXDIFF_RETURN_IF_ERROR(LaunchGemm(1, routes_.w2, activated_.as<uint16_t>(), nullptr, nullptr, w2_out_, stream));
+    }
     if (mask & kMoeStageCombine) {
       const MoeCombineArgs combine{.header = header_.as<MoeDeviceHeader>(),
                                    .row_offsets = row_offsets_.as<int32_t>(),
@@ -379,7 +388,9 @@ class CudaMoeLayer final : public MoeLayer {
     return absl::OkStatus();
   }
 
-  absl::Status LaunchGemm(int g, const Route& route, const Buffer& input, const Buffer& output, cudaStream_t stream) {
+  // `row_source`, `record`: see KernelLaunch.
+  absl::Status LaunchGemm(int g, const Route& route, const uint16_t* input, const int32_t* row_source, uint16_t* record,
+                          const Buffer& output, cudaStream_t stream) {
     GemmState& gemm = gemm_[g];
     const absl::Status status = LaunchPlannedGroupedGemm(
         DeviceGemmArgs{.transform = route.variant,
@@ -390,7 +401,9 @@ class CudaMoeLayer final : public MoeLayer {
                        .row_offsets = {},
                        .device_row_offsets = row_offsets_.as<int32_t>(),
                        .tile_map = gemm.tile_map.as<int32_t>(),
-                       .activations = input.as<uint16_t>(),
+                       .activations = input,
+                       .row_source = row_source,
+                       .record = record,
                        .codes = gemm.codes.as<uint8_t>(),
                        .scales = gemm.scales[int(route.variant)].as<uint16_t>(),
                        .output = output.as<uint16_t>(),

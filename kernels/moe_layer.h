@@ -12,6 +12,11 @@
 //   W2             grouped GEMM, N = hidden
 //   combine        reference/moe_layer_combine.h, per token in the fixed slot order
 //
+// With MoeLayerConfig::gather_in_w13 (the default) the gather rides on W13: the routing kernel
+// only schedules (one CTA), and W13 reads each row straight from its token's activations through
+// the schedule and records the rows it read in the gathered-rows buffer, which holds the same
+// bits either way.
+//
 // The GEMMs are capacity launches (launch_plan.h): their grids are sized when the graph is
 // captured for the worst routing of `max_tokens` tokens (or a smaller capacity the caller
 // chooses), their CTAs read their tiles from the device tile map and those beyond the routing's
@@ -47,6 +52,8 @@ struct MoeLayerConfig {
   // them (sm_90+; kernels/dependent_launch.cuh): each may be scheduled while the one before
   // still runs, which hides four launch latencies per replay. Plain launches where false.
   bool dependent_launch = true;
+  // The gather rides on W13 (above); false: the routing kernel copies the rows (a CTA per row).
+  bool gather_in_w13 = true;
   int device = 0;
 };
 
@@ -85,7 +92,7 @@ struct MoeDeviceStages {
 
 // Stages of EnqueueStages (benchmarks time parts of the layer).
 enum MoeStage : unsigned {
-  kMoeStageRoute = 1,  // route + gather
+  kMoeStageRoute = 1,  // route (+ gather, unless W13 gathers)
   kMoeStageW13 = 2,
   kMoeStageSwiglu = 4,
   kMoeStageW2 = 8,

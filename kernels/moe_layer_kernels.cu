@@ -14,22 +14,32 @@ namespace {
 
 constexpr int kPairThreads = 256;
 
-// Inclusive scans of three arrays of blockDim.x ints at once (Hillis-Steele).
-__device__ void ScanThree(int* a, int* b, int* c) {
-  const int t = threadIdx.x;
-  for (int offset = 1; offset < int(blockDim.x); offset <<= 1) {
-    int va = 0, vb = 0, vc = 0;
-    if (t >= offset) {
-      va = a[t - offset];
-      vb = b[t - offset];
-      vc = c[t - offset];
-    }
-    __syncthreads();
-    a[t] += va;
-    b[t] += vb;
-    c[t] += vc;
-    __syncthreads();
+// Inclusive scans of three ints per thread over the CTA at once (blockDim.x a multiple of 32):
+// within each warp by shuffles, then over the warps' totals; two barriers in all.
+__device__ void ScanThree(int& a, int& b, int& c) {
+  __shared__ int totals[3][32];
+  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const int na = __shfl_up_sync(0xFFFFFFFFu, a, offset);
+    const int nb = __shfl_up_sync(0xFFFFFFFFu, b, offset);
+    const int nc = __shfl_up_sync(0xFFFFFFFFu, c, offset);
+    if (lane >= offset) a += na, b += nb, c += nc;
   }
+  if (lane == 31) totals[0][warp] = a, totals[1][warp] = b, totals[2][warp] = c;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = int(blockDim.x) >> 5;
+    for (int i = 0; i < 3; ++i) {
+      int total = lane < warps ? totals[i][lane] : 0;
+      for (int offset = 1; offset < 32; offset <<= 1) {
+        const int n = __shfl_up_sync(0xFFFFFFFFu, total, offset);
+        if (lane >= offset) total += n;
+      }
+      totals[i][lane] = total;
+    }
+  }
+  __syncthreads();
+  if (warp > 0) a += totals[0][warp - 1], b += totals[1][warp - 1], c += totals[2][warp - 1];
 }
 
 // The schedule of reference/moe_layer.cc's ScheduleMoeRouting, computed by one CTA in shared
@@ -82,9 +92,12 @@ __global__ void MoeRouteKernel(MoeRouteArgs a) {
       for (int j = 0; j < entries; ++j) rows += ids[j] == t ? 1 : 0;
     }
   }
+  int tile13 = GroupMTiles(rows, a.cta_m[0]);
+  int tile2 = GroupMTiles(rows, a.cta_m[1]);
+  ScanThree(rows, tile13, tile2);  // its barriers also order the atomicMin above before the read below
   ends[t] = rows;
-  tiles13[t] = GroupMTiles(rows, a.cta_m[0]);
-  tiles2[t] = GroupMTiles(rows, a.cta_m[1]);
+  tiles13[t] = tile13;
+  tiles2[t] = tile2;
   __syncthreads();
   if (verdict == 0 && first_bad < entries) {
     verdict = int(MoeRoutingVerdict::kInvalidExpert);
@@ -92,7 +105,6 @@ __global__ void MoeRouteKernel(MoeRouteArgs a) {
     detail[1] = first_bad % a.top_k;
     detail[2] = ids[first_bad];
   }
-  ScanThree(ends, tiles13, tiles2);
   const int total_rows = ends[a.groups - 1];
   const int needed13 = tiles13[a.groups - 1];
   const int needed2 = tiles2[a.groups - 1];
@@ -149,7 +161,7 @@ __global__ void MoeRouteKernel(MoeRouteArgs a) {
 
   // Gather: this CTA's row, 16 bytes at a time (hidden is a multiple of 32).
   const int row = int(blockIdx.x);
-  if (row >= total_rows) return;
+  if (a.gathered == nullptr || row >= total_rows) return;
   const uint4* source = reinterpret_cast<const uint4*>(a.activations + size_t(row_token[row]) * a.hidden);
   uint4* destination = reinterpret_cast<uint4*>(a.gathered + size_t(row) * a.hidden);
   for (int i = t; i < a.hidden / 8; i += threads) destination[i] = __ldg(source + i);
@@ -176,46 +188,59 @@ __global__ void __launch_bounds__(kPairThreads) MoeSwigluKernel(MoeSwigluArgs a)
 }
 
 // Two adjacent hidden columns of one token per thread, slots in order, then the shared expert.
-// The slots' rows and weights load with the token count, then all W2 values at once: two round
-// trips whatever top_k (the loops are unrolled to kMaxMoeTopK and predicated).
+// What the routing kernel and SetInputs wrote (the token count, the slots' rows and weights)
+// loads before the wait for W2: this kernel starts only after every W2 CTA has passed its own
+// wait, so the routing kernel has finished long before; the loads go through L2 (ld.global.cg),
+// where its writes are visible. After the wait only the W2 values of each batch of
+// kCombineSlots slots load, all at once (top_k 6 is one batch: one round trip after W2).
+constexpr int kCombineSlots = 8;
+
 __global__ void __launch_bounds__(kPairThreads) MoeCombineKernel(MoeCombineArgs a) {
   const int pairs = a.hidden / 2;
   const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const int token = int(index / pairs);
   const int pair = int(index % pairs);
   if (token >= a.max_tokens) return;
+  const int32_t* entry_row = a.entry_row + size_t(token) * a.top_k;
+  const float* weights = a.weights + size_t(token) * a.top_k;
+  int row[kCombineSlots];
+  float weight[kCombineSlots];
+  auto load_slots = [&](int first) {
+#pragma unroll
+    for (int s = 0; s < kCombineSlots; ++s) {
+      if (first + s < a.top_k) {
+        row[s] = __ldcg(entry_row + first + s);
+        weight[s] = __ldcg(weights + first + s);
+      }
+    }
+  };
+  const int tokens = __ldcg(&a.header->tokens);
+  const int shared_row = a.shared_expert ? __ldcg(a.row_offsets + a.experts) + token : 0;
+  load_slots(0);
   WaitForPrecedingKernel();
-  int rows[kMaxMoeTopK + 1];
-  float weights[kMaxMoeTopK];
-  const int tokens = __ldg(&a.header->tokens);
-#pragma unroll
-  for (int s = 0; s < kMaxMoeTopK; ++s) {
-    if (s < a.top_k) {
-      rows[s] = __ldg(a.entry_row + token * a.top_k + s);
-      weights[s] = __ldg(a.weights + token * a.top_k + s);
-    }
-  }
-  if (a.shared_expert) rows[kMaxMoeTopK] = __ldg(a.row_offsets + a.experts) + token;
   if (token >= tokens) return;
-  uint32_t y[kMaxMoeTopK + 1];
-#pragma unroll
-  for (int s = 0; s < kMaxMoeTopK; ++s) {
-    if (s < a.top_k) y[s] = __ldg(reinterpret_cast<const uint32_t*>(a.w2 + size_t(rows[s]) * a.hidden) + pair);
-  }
-  if (a.shared_expert) {
-    y[kMaxMoeTopK] = __ldg(reinterpret_cast<const uint32_t*>(a.w2 + size_t(rows[kMaxMoeTopK]) * a.hidden) + pair);
-  }
+  const uint32_t* w2 = reinterpret_cast<const uint32_t*>(a.w2) + pair;
+  const size_t row_words = size_t(pairs);
   float low = 0.0f, high = 0.0f;
+  for (int first = 0; first < a.top_k; first += kCombineSlots) {
+    if (first > 0) load_slots(first);
+    uint32_t y[kCombineSlots];
 #pragma unroll
-  for (int s = 0; s < kMaxMoeTopK; ++s) {
-    if (s < a.top_k) {
-      low = moe_combine_slot(low, weights[s], uint16_t(y[s]));
-      high = moe_combine_slot(high, weights[s], uint16_t(y[s] >> 16));
+    for (int s = 0; s < kCombineSlots; ++s) {
+      if (first + s < a.top_k) y[s] = __ldg(w2 + size_t(row[s]) * row_words);
+    }
+#pragma unroll
+    for (int s = 0; s < kCombineSlots; ++s) {
+      if (first + s < a.top_k) {
+        low = moe_combine_slot(low, weight[s], uint16_t(y[s]));
+        high = moe_combine_slot(high, weight[s], uint16_t(y[s] >> 16));
+      }
     }
   }
   if (a.shared_expert) {
-    low = moe_combine_shared(low, uint16_t(y[kMaxMoeTopK]));
-    high = moe_combine_shared(high, uint16_t(y[kMaxMoeTopK] >> 16));
+    const uint32_t y = __ldg(w2 + size_t(shared_row) * row_words);
+    low = moe_combine_shared(low, uint16_t(y));
+    high = moe_combine_shared(high, uint16_t(y >> 16));
   }
   reinterpret_cast<uint32_t*>(a.output + size_t(token) * a.hidden)[pair] =
       uint32_t(f32_to_f16_rne(low)) | (uint32_t(f32_to_f16_rne(high)) << 16);
@@ -242,7 +267,8 @@ cudaError_t ConfigureMoeRoute(size_t shared_bytes) {
 
 cudaError_t LaunchMoeRoute(const MoeRouteArgs& args, cudaStream_t stream) {
   const size_t shared = MoeRouteSharedBytes(args.groups, args.max_tokens, args.top_k, args.max_rows);
-  return LaunchKernel(MoeRouteKernel, dim3(unsigned(args.max_rows > 0 ? args.max_rows : 1)),
+  const int ctas = args.gathered != nullptr && args.max_rows > 0 ? args.max_rows : 1;
+  return LaunchKernel(MoeRouteKernel, dim3(unsigned(ctas)),
                       dim3(MoeRouteThreads(args.groups)), shared, stream, false, args);
 }
 

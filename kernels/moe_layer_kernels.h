@@ -1,4 +1,4 @@
-// The MoE layer's own kernels around its two GEMMs (moe_layer.h): route + gather, SwiGLU and the
+// The MoE layer's own kernels around its two GEMMs (moe_layer.h): route (+ gather), SwiGLU and the
 // weighted sum. Each reads the routing kernel's header for the rows and tokens of the replay of
 // the moment, so a graph captured once serves every routing; after a refused routing the header
 // says zero rows and tokens and nothing runs. Launch entry points only; the caller (moe_layer.cc)
@@ -37,12 +37,13 @@ struct MoeRouteArgs {
   int32_t* row_offsets = nullptr;       // groups + 1
   int32_t* row_token = nullptr;         // max_rows
   int32_t* entry_row = nullptr;         // max_tokens x top_k
-  uint16_t* gathered = nullptr;         // max_rows x hidden
+  uint16_t* gathered = nullptr;         // max_rows x hidden; null: no gather (W13 gathers, gather_in_w13)
   MoeDeviceHeader* header = nullptr;
 };
 
-// Grid: max_rows CTAs (at least one), each computing the whole schedule in shared memory and
-// copying its own row; CTA 0 writes the schedule, the tile maps and the header.
+// Grid: with a gather, max_rows CTAs (at least one), each computing the whole schedule in shared
+// memory and copying its own row; without, one CTA. CTA 0 writes the schedule, the tile maps and
+// the header.
 cudaError_t LaunchMoeRoute(const MoeRouteArgs& args, cudaStream_t stream);
 // The routing kernel's threads and dynamic shared memory for these sizes.
 int MoeRouteThreads(int groups);

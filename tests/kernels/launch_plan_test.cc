@@ -110,6 +110,19 @@ TEST_F(CheckLaunchTest, RejectsASmallWorkspace) {
   EXPECT_NE(CheckLaunch(launch_, plan_).message().find("aligned"), std::string_view::npos);
 }
 
+TEST_F(CheckLaunchTest, ChecksTheOptionalGatherAndRecordPointers) {
+  launch_.record = reinterpret_cast<uint16_t*>(0x9008);
+  EXPECT_NE(CheckLaunch(launch_, plan_).message().find("only for a gathered launch"), std::string_view::npos);
+  launch_.record = nullptr;
+  launch_.row_source = reinterpret_cast<const int32_t*>(0x8002);
+  EXPECT_NE(CheckLaunch(launch_, plan_).message().find("row_source"), std::string_view::npos);
+  launch_.row_source = reinterpret_cast<const int32_t*>(0x8000);
+  launch_.record = reinterpret_cast<uint16_t*>(0x9004);  // written 8 bytes at a time
+  EXPECT_NE(CheckLaunch(launch_, plan_).message().find("record"), std::string_view::npos);
+  launch_.record = reinterpret_cast<uint16_t*>(0x9008);
+  EXPECT_TRUE(CheckLaunch(launch_, plan_).ok());
+}
+
 TEST_F(CheckLaunchTest, RejectsFieldsThatDisagreeWithThePlan) {
   launch_.splits = plan_.splits + 1;
   EXPECT_EQ(CheckLaunch(launch_, plan_).code(), absl::StatusCode::kInvalidArgument);

@@ -1,8 +1,10 @@
 // Speed of the MoE decode layer per variant, replayed from its CUDA graph, at the real per-rank
 // shapes with 256 routed experts + the shared one: microseconds per decode token against the sum
 // of its two GEMMs' floors, and the share of the layer's own non-GEMM work (route + gather,
-// SwiGLU, weighted sum), measured as the full graph's time minus a graph of the two GEMMs alone
-// on the same routing. Every iteration writes a new routing (64 rotate) into the captured buffers,
+// SwiGLU, weighted sum), measured as the full graph's time minus a graph of the two plain GEMMs
+// alone (those of a layer whose routing kernel gathers, launched the same way) on the same
+// routing; the gather in W13 (the default) and in the routing kernel run in the same process.
+// Every iteration writes a new routing (64 rotate) into the captured buffers,
 // so the routed experts' weights mostly come from HBM, as in decoding (830 MB of weights at
 // PP2 x TP4 against a 60 MB L2); only the graph's execution is timed (events around it).
 //
@@ -50,10 +52,10 @@ struct ShapeSetup {
   std::vector<MoeInputs> routings;
 };
 
-ShapeSetup& Setup(const char* name, int intermediate, int tokens, bool dependent_launch) {
+ShapeSetup& Setup(const char* name, int intermediate, int tokens, bool dependent_launch, bool gather_in_w13) {
   static std::map<std::string, std::unique_ptr<HostMoeWeights>> weights_by_shape;
   static std::map<std::string, std::unique_ptr<ShapeSetup>> setups;
-  std::unique_ptr<ShapeSetup>& setup = setups[fmt::format("{}/{}/{}", name, tokens, dependent_launch)];
+  std::unique_ptr<ShapeSetup>& setup = setups[fmt::format("{}/{}/{}/{}", name, tokens, dependent_launch, gather_in_w13)];
   if (setup != nullptr) return *setup;
   setup = std::make_unique<ShapeSetup>();
   setup->shape = MoeShape{.hidden = 4096, .intermediate = intermediate, .experts = 256, .top_k = 6,
@@ -66,7 +68,8 @@ ShapeSetup& Setup(const char* name, int intermediate, int tokens, bool dependent
   }
   setup->layer = OrDie(MoeLayer::Create(*device->runner, MoeLayerConfig{.shape = setup->shape,
                                                                          .max_tokens = tokens,
-                                                                         .dependent_launch = dependent_launch}),
+                                                                         .dependent_launch = dependent_launch,
+                                                                         .gather_in_w13 = gather_in_w13}),
                        "MoeLayer::Create");
   for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
     OrDie(weights->Upload(*setup->layer, gemm, 0, setup->shape.groups()), "WriteWeights");
@@ -94,7 +97,7 @@ struct Result {
   std::string name;
   double layer_us, gemm_us, floor_us;
   int tokens;
-  bool dependent_launch;
+  bool dependent_launch, gather_in_w13;
   Route w13, w2;
 };
 std::vector<Result>& Results() {
@@ -125,14 +128,18 @@ double TimeGraph(cudaGraphExec_t exec, cudaEvent_t start, cudaEvent_t stop) {
 }
 
 void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, int tokens, TransformRequest variant,
-                 bool dependent_launch) {
-  ShapeSetup& setup = Setup(name, intermediate, tokens, dependent_launch);
+                 bool dependent_launch, bool gather_in_w13) {
+  ShapeSetup& setup = Setup(name, intermediate, tokens, dependent_launch, gather_in_w13);
   MoeLayer& layer = *setup.layer;
-  const MoeLayerRoutes routes =
-      OrDie(layer.Capture({.transform = variant, .policy = FallbackPolicy::kFailClosed}), "Capture");
+  const MoeLayerRequest request{.transform = variant, .policy = FallbackPolicy::kFailClosed};
+  const MoeLayerRoutes routes = OrDie(layer.Capture(request), "Capture");
   const cudaGraphExec_t full = CaptureStages(layer, kMoeStageAll);
-  const cudaGraphExec_t gemms = CaptureStages(layer, kMoeStageW13 | kMoeStageW2);
-  // Each of the layer's own stages alone, on the routing of the moment: where the non-GEMM time goes.
+  // The plain GEMMs come from a layer whose routing kernel gathers (a gathering W13 does more).
+  MoeLayer& plain = gather_in_w13 ? *Setup(name, intermediate, tokens, dependent_launch, false).layer : layer;
+  OrDie(plain.Capture(request), "Capture");
+  const cudaGraphExec_t gemms = CaptureStages(plain, kMoeStageW13 | kMoeStageW2);
+  // Each of the layer's own kernels alone, on the routing of the moment: where the non-GEMM time
+  // goes.
   const unsigned kOwnStages[] = {kMoeStageRoute, kMoeStageSwiglu, kMoeStageCombine};
   cudaGraphExec_t own[3];
   for (int s = 0; s < 3; ++s) own[s] = CaptureStages(layer, kOwnStages[s]);
@@ -165,8 +172,8 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
     // The two GEMMs alone (schedule and tile maps written by the routing stage first, untimed) on
     // a routing half the rotation away, so that neither graph finds the other's weights in L2.
     const MoeInputs& next = routings[(i + routings.size() / 2) % routings.size()];
-    OrDie(layer.SetInputs(next.tokens, next.activations, next.expert_ids, next.weights), "SetInputs");
-    OrDie(layer.EnqueueStages(device->stream, kMoeStageRoute), "route");
+    OrDie(plain.SetInputs(next.tokens, next.activations, next.expert_ids, next.weights), "SetInputs");
+    OrDie(plain.EnqueueStages(device->stream, kMoeStageRoute), "route");
     gemm_times.push_back(TimeGraph(gemms, start, stop));
   }
   OrDie(device->runner->CheckDevice(), "device");
@@ -181,7 +188,7 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
   state.SetLabel(fmt::format("W13 {} {}, W2 {} {}", TransformName(routes.w13.variant), TacticName(routes.w13.tactic),
                              TransformName(routes.w2.variant), TacticName(routes.w2.tactic)));
   Results().push_back(Result{fmt::format("{}", name), layer_us, gemm_us, floor_seconds * 1e6, tokens,
-                             dependent_launch, routes.w13, routes.w2});
+                             dependent_launch, gather_in_w13, routes.w13, routes.w2});
   cudaGraphExecDestroy(full);
   cudaGraphExecDestroy(gemms);
   for (cudaGraphExec_t exec : own) cudaGraphExecDestroy(exec);
@@ -213,13 +220,15 @@ int Main(int argc, char** argv) {
   for (const Shape& shape : {Shape{"PP2xTP4", 512}, Shape{"TP8", 256}}) {
     for (int tokens : {1, 4}) {
       for (TransformRequest variant : {TransformRequest::kOrdinary, TransformRequest::kFolded}) {
-        // Dependent launches (the default where the device has them) against plain ones.
-        for (bool dependent_launch : {true, false}) {
-          benchmark::RegisterBenchmark(fmt::format("MoeLayer/{}/tokens:{}/{}/{}", shape.name, tokens,
-                                                   TransformRequestName(variant),
+        // The defaults where the device has them (dependent launches, the gather in W13)
+        // against the gather in the routing kernel and against plain launches.
+        for (const auto& [gather_in_w13, dependent_launch] : {std::pair{true, true}, {false, true}, {true, false}}) {
+          benchmark::RegisterBenchmark(fmt::format("MoeLayer/{}/tokens:{}/{}/gather:{}/{}", shape.name, tokens,
+                                                   TransformRequestName(variant), gather_in_w13 ? "W13" : "route",
                                                    dependent_launch ? "dependent" : "plain")
                                            .c_str(),
-                                       BM_MoeLayer, shape.name, shape.intermediate, tokens, variant, dependent_launch)
+                                       BM_MoeLayer, shape.name, shape.intermediate, tokens, variant, dependent_launch,
+                                       gather_in_w13)
               ->UseManualTime()
               ->Unit(benchmark::kMicrosecond)
               ->Iterations(1000);
@@ -229,12 +238,12 @@ int Main(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  fmt::print("\n| shape | tokens | launch | W13 | W2 | layer us (median) | us/token | GEMMs us | non-GEMM us | non-GEMM share | "
-             "sum of GEMM floors us | layer / floors |\n| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | "
+  fmt::print("\n| shape | tokens | gather | launch | W13 | W2 | layer us (median) | us/token | GEMMs us | non-GEMM us | non-GEMM share | "
+             "sum of GEMM floors us | layer / floors |\n| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | "
              "---: | ---: | ---: |\n");
   for (const Result& r : Results()) {
-    fmt::print("| {} | {} | {} | {} {} | {} {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% | {:.2f} | {:.1f} |\n", r.name,
-               r.tokens, r.dependent_launch ? "dependent" : "plain", TransformName(r.w13.variant), TacticName(r.w13.tactic), TransformName(r.w2.variant),
+    fmt::print("| {} | {} | {} | {} | {} {} | {} {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% | {:.2f} | {:.1f} |\n", r.name,
+               r.tokens, r.gather_in_w13 ? "W13" : "route", r.dependent_launch ? "dependent" : "plain", TransformName(r.w13.variant), TacticName(r.w13.tactic), TransformName(r.w2.variant),
                TacticName(r.w2.tactic), r.layer_us, r.layer_us / r.tokens, r.gemm_us, r.layer_us - r.gemm_us,
                100.0 * (r.layer_us - r.gemm_us) / r.layer_us, r.floor_us, r.layer_us / r.floor_us);
   }

@@ -1,0 +1,9 @@
+#include "kernels/kernel_instantiations.cuh"
+
+namespace mxdiff {
+
+cudaError_t LaunchOrdinaryGatheredKernel(const KernelLaunch& launch) {
+  return LaunchTransform<Transform::kOrdinary, true>(launch);
+}
+
+}  // namespace mxdiff
