@@ -6,7 +6,8 @@
 // routing; the gather in W13 (the default) and in the routing kernel run in the same process.
 // Every iteration writes a new routing (64 rotate) into the captured buffers,
 // so the routed experts' weights mostly come from HBM, as in decoding (830 MB of weights at
-// PP2 x TP4 against a 60 MB L2); only the graph's execution is timed (events around it).
+// PP2 x TP4 against a 60 MB L2); only the graph's execution is timed (events around it). The
+// route, SwiGLU and combine stages' costs in the chain come from graphs of the chain's prefixes.
 //
 //   moe_layer_benchmark [--benchmark_filter=...] [--benchmark_repetitions=N]
 // Without a GPU it says so and exits 0 (it is not a test). Floors as in kernel_benchmark: bytes
@@ -99,6 +100,7 @@ struct Result {
   int tokens;
   bool dependent_launch, gather_in_w13;
   Route w13, w2;
+  double route_us, swiglu_us, combine_us;  // in the chain
 };
 std::vector<Result>& Results() {
   static std::vector<Result> results;
@@ -138,11 +140,15 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
   MoeLayer& plain = gather_in_w13 ? *Setup(name, intermediate, tokens, dependent_launch, false).layer : layer;
   OrDie(plain.Capture(request), "Capture");
   const cudaGraphExec_t gemms = CaptureStages(plain, kMoeStageW13 | kMoeStageW2);
-  // Each of the layer's own kernels alone, on the routing of the moment: where the non-GEMM time
-  // goes.
-  const unsigned kOwnStages[] = {kMoeStageRoute, kMoeStageSwiglu, kMoeStageCombine};
-  cudaGraphExec_t own[3];
-  for (int s = 0; s < 3; ++s) own[s] = CaptureStages(layer, kOwnStages[s]);
+  // Where the non-GEMM time goes: each stage's cost in the chain, as the difference between
+  // graphs of the chain's prefixes (W13 alone, route + W13, + SwiGLU, + W2; then the full graph),
+  // each on its own routing of the rotation (as the GEMMs alone are, for the same reason).
+  const unsigned kPrefixes[] = {kMoeStageW13, kMoeStageRoute | kMoeStageW13,
+                                kMoeStageRoute | kMoeStageW13 | kMoeStageSwiglu,
+                                kMoeStageRoute | kMoeStageW13 | kMoeStageSwiglu | kMoeStageW2};
+  constexpr int kPrefixCount = 4;
+  cudaGraphExec_t prefix[kPrefixCount];
+  for (int p = 0; p < kPrefixCount; ++p) prefix[p] = CaptureStages(layer, kPrefixes[p]);
   cudaEvent_t start, stop;
   BENCH_CUDA(cudaEventCreate(&start));
   BENCH_CUDA(cudaEventCreate(&stop));
@@ -160,7 +166,7 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
     OrDie(layer.SetInputs(inputs.tokens, inputs.activations, inputs.expert_ids, inputs.weights), "SetInputs");
     TimeGraph(full, start, stop);
   }
-  std::vector<double> layer_times, gemm_times, own_times[3];
+  std::vector<double> layer_times, gemm_times, prefix_times[kPrefixCount];
   size_t i = 0;
   for (auto _ : state) {
     const MoeInputs& inputs = routings[i++ % routings.size()];
@@ -168,7 +174,12 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
     const double layer_seconds = TimeGraph(full, start, stop);
     state.SetIterationTime(layer_seconds);
     layer_times.push_back(layer_seconds);
-    for (int s = 0; s < 3; ++s) own_times[s].push_back(TimeGraph(own[s], start, stop));
+    for (int p = 0; p < kPrefixCount; ++p) {
+      const MoeInputs& other = routings[(i + 1 + 8 * p) % routings.size()];
+      OrDie(layer.SetInputs(other.tokens, other.activations, other.expert_ids, other.weights), "SetInputs");
+      if ((kPrefixes[p] & kMoeStageRoute) == 0) OrDie(layer.EnqueueStages(device->stream, kMoeStageRoute), "route");
+      prefix_times[p].push_back(TimeGraph(prefix[p], start, stop));
+    }
     // The two GEMMs alone (schedule and tile maps written by the routing stage first, untimed) on
     // a routing half the rotation away, so that neither graph finds the other's weights in L2.
     const MoeInputs& next = routings[(i + routings.size() / 2) % routings.size()];
@@ -182,16 +193,21 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
   state.counters["gemm_us"] = gemm_us;
   state.counters["floor_us"] = floor_seconds * 1e6;
   state.counters["non_gemm_share"] = (layer_us - gemm_us) / layer_us;
-  state.counters["route_alone_us"] = Median(own_times[0]) * 1e6;
-  state.counters["swiglu_alone_us"] = Median(own_times[1]) * 1e6;
-  state.counters["combine_alone_us"] = Median(own_times[2]) * 1e6;
+  double prefix_us[kPrefixCount];
+  for (int p = 0; p < kPrefixCount; ++p) prefix_us[p] = Median(prefix_times[p]) * 1e6;
+  const double route_us = prefix_us[1] - prefix_us[0], swiglu_us = prefix_us[2] - prefix_us[1],
+               combine_us = layer_us - prefix_us[3];
+  state.counters["route_in_chain_us"] = route_us;
+  state.counters["swiglu_in_chain_us"] = swiglu_us;
+  state.counters["combine_in_chain_us"] = combine_us;
   state.SetLabel(fmt::format("W13 {} {}, W2 {} {}", TransformName(routes.w13.variant), TacticName(routes.w13.tactic),
                              TransformName(routes.w2.variant), TacticName(routes.w2.tactic)));
   Results().push_back(Result{fmt::format("{}", name), layer_us, gemm_us, floor_seconds * 1e6, tokens,
-                             dependent_launch, gather_in_w13, routes.w13, routes.w2});
+                             dependent_launch, gather_in_w13, routes.w13, routes.w2, route_us, swiglu_us,
+                             combine_us});
   cudaGraphExecDestroy(full);
   cudaGraphExecDestroy(gemms);
-  for (cudaGraphExec_t exec : own) cudaGraphExecDestroy(exec);
+  for (cudaGraphExec_t exec : prefix) cudaGraphExecDestroy(exec);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
 }
@@ -238,14 +254,18 @@ int Main(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  fmt::print("\n| shape | tokens | gather | launch | W13 | W2 | layer us (median) | us/token | GEMMs us | non-GEMM us | non-GEMM share | "
-             "sum of GEMM floors us | layer / floors |\n| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | "
-             "---: | ---: | ---: |\n");
+  fmt::print(
+      "\n| shape | tokens | gather | launch | W13 | W2 | layer us (median) | us/token | GEMMs us | non-GEMM us | "
+      "non-GEMM share | route / SwiGLU / combine in the chain us | sum of GEMM floors us | layer / floors |\n"
+      "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const Result& r : Results()) {
-    fmt::print("| {} | {} | {} | {} | {} {} | {} {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% | {:.2f} | {:.1f} |\n", r.name,
-               r.tokens, r.gather_in_w13 ? "W13" : "route", r.dependent_launch ? "dependent" : "plain", TransformName(r.w13.variant), TacticName(r.w13.tactic), TransformName(r.w2.variant),
+    fmt::print("| {} | {} | {} | {} | {} {} | {} {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% | {:.2f} / {:.2f} / {:.2f} "
+               "| {:.2f} | {:.1f} |\n",
+               r.name, r.tokens, r.gather_in_w13 ? "W13" : "route", r.dependent_launch ? "dependent" : "plain",
+               TransformName(r.w13.variant), TacticName(r.w13.tactic), TransformName(r.w2.variant),
                TacticName(r.w2.tactic), r.layer_us, r.layer_us / r.tokens, r.gemm_us, r.layer_us - r.gemm_us,
-               100.0 * (r.layer_us - r.gemm_us) / r.layer_us, r.floor_us, r.layer_us / r.floor_us);
+               100.0 * (r.layer_us - r.gemm_us) / r.layer_us, r.route_us, r.swiglu_us, r.combine_us, r.floor_us,
+               r.layer_us / r.floor_us);
   }
   cudaStreamDestroy(state.stream);
   device = nullptr;
