@@ -26,6 +26,16 @@ __device__ __forceinline__ void LetDependentsStart() {
 #endif
 }
 
+// Waits for the preceding kernel when it goes out of scope (kEnabled): a kernel that reads nothing
+// the kernel before wrote need not wait before its work, but still ends after it, so that its own
+// end, which the next kernel waits for, implies the whole chain's before it.
+template <bool kEnabled>
+struct WaitForPrecedingKernelAtExit {
+  __device__ __forceinline__ ~WaitForPrecedingKernelAtExit() {
+    if constexpr (kEnabled) WaitForPrecedingKernel();
+  }
+};
+
 // kernel<<<grid, block, shared_bytes, stream>>>(args...), as a dependent launch when asked.
 template <typename... Params, typename... Args>
 cudaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,

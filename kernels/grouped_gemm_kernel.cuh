@@ -1,6 +1,6 @@
 // The grouped MXFP4 x FP16 -> FP16 kernel: one CTA computes one (M tile, N tile, split).
-// Block index = split x tiles + tile. kGather: row r of the activations is row row_source[r]
-// and the CTAs of N tile 0 record what they read (KernelLaunch); the plain kernel has neither.
+// Block index = split x tiles + tile. kRows (kernel_launch.h): gathered or routed, the CTAs of N
+// tile 0 also record what they read (KernelLaunch::record); the plain kernel has neither.
 #pragma once
 
 #include <cstdint>
@@ -11,25 +11,35 @@
 #include "kernels/splitk_epilogue.cuh"
 #include "kernels/tile_map.h"
 #include "kernels/tile_raster.h"
+#include "kernels/tile_routing.cuh"
 #include "reference/split_plan.h"
 
 namespace mxdiff {
 
-template <int kCtaM, int kCtaN, int kCtaK, Transform kTransform, bool kGather>
+template <int kCtaM, int kCtaN, int kCtaK, Transform kTransform, ActivationRows kRows>
 __global__ void __launch_bounds__(128) GroupedGemmKernel(KernelLaunch p) {
   using Loop = Mainloop<kCtaM, kCtaN, kCtaK, kTransform>;
   using Epilogue = SplitKEpilogue<kCtaM, kCtaN>;
   __shared__ typename Loop::SharedStorage smem;
 
-  // The tile map and the activations may come from the kernel before (the MoE layer's chain).
-  WaitForPrecedingKernel();
+  // The tile map and the activations may come from the kernel before (the MoE layer's chain). A
+  // routed launch reads only what was there before the chain began, so it waits at its end.
+  constexpr bool kRouted = kRows == ActivationRows::kRouted;
+  const WaitForPrecedingKernelAtExit<kRouted> wait_at_exit;
+  if constexpr (!kRouted) WaitForPrecedingKernel();
   LetDependentsStart();
   const int tiles = p.m_tiles * p.n_tiles;
   const int tile = blockIdx.x % tiles;
   const int split = blockIdx.x / tiles;
   const TileCoord coord = SwizzledTile(tile, p.m_tiles, p.n_tiles, p.swizzle);
-  const GroupTile group_tile = p.tile_map != nullptr ? MappedGroupTile(p.tile_map, coord.m)
-                                                     : FindGroupTile(p.row_offsets, p.groups, kCtaM, coord.m);
+  const int32_t* row_source = nullptr;  // tile-relative: the activation row of each of the tile's rows
+  GroupTile group_tile;
+  if constexpr (kRouted) {
+    group_tile = RouteOwnTile<kCtaM>(p.tile_routing, coord.m, p.m_tiles, &row_source);
+  } else {
+    group_tile = p.tile_map != nullptr ? MappedGroupTile(p.tile_map, coord.m)
+                                       : FindGroupTile(p.row_offsets, p.groups, kCtaM, coord.m);
+  }
   // A capacity launch is sized for the worst routing: a tile beyond this routing's rows is empty.
   if (group_tile.group < 0) return;
   const KRange range = split_k_range(p.k, kCtaK, p.splits, split);
@@ -48,7 +58,8 @@ __global__ void __launch_bounds__(128) GroupedGemmKernel(KernelLaunch p) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc[block][i] = 0.0f;
   }
-  Loop::Run(acc, smem, p.activations, kGather ? p.row_source : nullptr, kGather && coord.n == 0 ? p.record : nullptr,
+  if constexpr (kRows == ActivationRows::kGathered) row_source = p.row_source + group_tile.row_begin;
+  Loop::Run(acc, smem, p.activations, row_source, kRows != ActivationRows::kPlain && coord.n == 0 ? p.record : nullptr,
             p.k, group_tile.row_begin, group_tile.row_end, code_row, scale_row, column_valid, range.begin, range.end);
 
   if (p.splits > 1) {

@@ -28,6 +28,7 @@ absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPl
                       .tile_map = args.tile_map,
                       .activations = args.activations,
                       .row_source = args.row_source,
+                      .tile_routing = args.tile_routing,
                       .record = args.record,
                       .codes = args.codes,
                       .scales = args.scales,
@@ -41,9 +42,11 @@ absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPl
   if (absl::Status status = CheckLaunch(launch, *plan); !status.ok()) return status;
   if (plan->ctas() == 0) return absl::OkStatus();  // no rows: nothing to compute or write
   const bool ordinary = args.transform == Transform::kOrdinary;
-  const cudaError_t error = launch.row_source != nullptr
-                                ? (ordinary ? LaunchOrdinaryGatheredKernel(launch) : LaunchFoldedGatheredKernel(launch))
-                                : (ordinary ? LaunchOrdinaryKernel(launch) : LaunchFoldedKernel(launch));
+  const cudaError_t error =
+      launch.tile_routing.expert_ids != nullptr
+          ? (ordinary ? LaunchOrdinaryRoutedKernel(launch) : LaunchFoldedRoutedKernel(launch))
+      : launch.row_source != nullptr ? (ordinary ? LaunchOrdinaryGatheredKernel(launch) : LaunchFoldedGatheredKernel(launch))
+                                     : (ordinary ? LaunchOrdinaryKernel(launch) : LaunchFoldedKernel(launch));
   if (error != cudaSuccess) {
     return absl::InternalError(fmt::format("launch of {} {} failed: {}", args.transform == Transform::kOrdinary
                                                                              ? "ordinary" : "folded",

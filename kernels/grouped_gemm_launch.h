@@ -23,6 +23,7 @@ struct DeviceGemmArgs {
   const int32_t* tile_map = nullptr;  // capacity launches only (kernel_launch.h)
   const uint16_t* activations = nullptr;
   const int32_t* row_source = nullptr;  // see KernelLaunch
+  TileRouting tile_routing = {};
   uint16_t* record = nullptr;
   const uint8_t* codes = nullptr;
   const uint16_t* scales = nullptr;  // prepared for `transform`

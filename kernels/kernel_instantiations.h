@@ -13,5 +13,8 @@ cudaError_t LaunchFoldedKernel(const KernelLaunch& launch);    // kernel_instant
 // With launch.row_source (and launch.record): the MoE layer's W13.
 cudaError_t LaunchOrdinaryGatheredKernel(const KernelLaunch& launch);  // kernel_instantiations_ordinary_gathered.cu
 cudaError_t LaunchFoldedGatheredKernel(const KernelLaunch& launch);    // kernel_instantiations_folded_gathered.cu
+// With launch.tile_routing (and launch.record): the MoE layer's W13 at decode batch sizes.
+cudaError_t LaunchOrdinaryRoutedKernel(const KernelLaunch& launch);  // kernel_instantiations_ordinary_routed.cu
+cudaError_t LaunchFoldedRoutedKernel(const KernelLaunch& launch);    // kernel_instantiations_folded_routed.cu
 
 }  // namespace mxdiff

@@ -2,6 +2,6 @@
 
 namespace mxdiff {
 
-cudaError_t LaunchFoldedKernel(const KernelLaunch& launch) { return LaunchTransform<Transform::kFolded, false>(launch); }
+cudaError_t LaunchFoldedKernel(const KernelLaunch& launch) { return LaunchTransform<Transform::kFolded, ActivationRows::kPlain>(launch); }
 
 }  // namespace mxdiff

@@ -3,7 +3,7 @@
 namespace mxdiff {
 
 cudaError_t LaunchFoldedGatheredKernel(const KernelLaunch& launch) {
-  return LaunchTransform<Transform::kFolded, true>(launch);
+  return LaunchTransform<Transform::kFolded, ActivationRows::kGathered>(launch);
 }
 
 }  // namespace mxdiff

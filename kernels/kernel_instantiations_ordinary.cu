@@ -2,6 +2,6 @@
 
 namespace mxdiff {
 
-cudaError_t LaunchOrdinaryKernel(const KernelLaunch& launch) { return LaunchTransform<Transform::kOrdinary, false>(launch); }
+cudaError_t LaunchOrdinaryKernel(const KernelLaunch& launch) { return LaunchTransform<Transform::kOrdinary, ActivationRows::kPlain>(launch); }
 
 }  // namespace mxdiff

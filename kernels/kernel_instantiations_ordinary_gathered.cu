@@ -3,7 +3,7 @@
 namespace mxdiff {
 
 cudaError_t LaunchOrdinaryGatheredKernel(const KernelLaunch& launch) {
-  return LaunchTransform<Transform::kOrdinary, true>(launch);
+  return LaunchTransform<Transform::kOrdinary, ActivationRows::kGathered>(launch);
 }
 
 }  // namespace mxdiff

@@ -10,11 +10,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/tile_routing.h"
 #include "reference/transform.h"
 
 namespace mxdiff {
 
 inline constexpr size_t kPartialsAlign = 16;
+
+// Where a launch's activation rows come from (grouped_gemm_kernel.cuh): row r of the matrix; row
+// row_source[r] (gathered); or gathered through a schedule each CTA computes from the routing
+// (tile_routing).
+enum class ActivationRows { kPlain, kGathered, kRouted };
 
 struct KernelLaunch {
   Transform transform = Transform::kOrdinary;
@@ -36,8 +42,12 @@ struct KernelLaunch {
   // Optional (the MoE layer's W13): activation row r is row row_source[r] of `activations`, so
   // the rows are read in expert order without a gathered copy. Null: row r is row r.
   const int32_t* row_source = nullptr;
-  // Optional, with row_source (the MoE layer's stage checks): the CTAs of N tile 0 also write
-  // the activation values they multiply, row r at record + r * k: the gathered rows.
+  // Optional (the MoE layer's W13 at decode batch sizes, tile_routing.h): each CTA finds its tile
+  // and its rows' tokens from the routing itself; tile_map and row_source are not read.
+  // Enabled where expert_ids is set.
+  TileRouting tile_routing = {};
+  // Optional, with row_source or tile_routing (the MoE layer's stage checks): the CTAs of N tile
+  // 0 also write the activation values they multiply, row r at record + r * k: the gathered rows.
   uint16_t* record = nullptr;
   const uint8_t* codes = nullptr;         // device, groups x N x K/2
   const uint16_t* scales = nullptr;       // device, groups x N x K/32 prepared fp16 scale bits

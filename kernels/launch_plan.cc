@@ -24,6 +24,23 @@ absl::Status CheckPointer(std::string_view what, const void* pointer, size_t ali
   return absl::OkStatus();
 }
 
+// A self-routed launch (tile_routing.h): its device pointers and a routing one CTA can schedule.
+absl::Status CheckTileRouting(const TileRouting& r) {
+  if (r.expert_ids == nullptr) return absl::OkStatus();
+  if (absl::Status s = CheckPointer("tile_routing expert_ids", r.expert_ids, alignof(int32_t)); !s.ok()) return s;
+  if (absl::Status s = CheckPointer("tile_routing tokens", r.tokens, alignof(int32_t)); !s.ok()) return s;
+  if (r.max_tokens < 1 || r.top_k < 1 || r.max_tokens * r.top_k > kMaxSelfRoutedEntries) {
+    return absl::InvalidArgumentError(fmt::format(
+        "tile_routing: {} tokens x top_k {} must be 1..{} entries (one CTA schedules them)", r.max_tokens, r.top_k,
+        kMaxSelfRoutedEntries));
+  }
+  if (r.experts < 1 || r.other_cta_m < 1 || r.other_capacity < 0 || (r.shared_expert != 0 && r.shared_expert != 1)) {
+    return absl::InvalidArgumentError(fmt::format("tile_routing: experts {}, shared expert {}, other cta_m {}, other capacity {}",
+                                                  r.experts, r.shared_expert, r.other_cta_m, r.other_capacity));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<LaunchPlan> PlanLaunch(const Tactic& tactic, int groups, int n, int k,
@@ -117,8 +134,10 @@ absl::Status CheckLaunch(const KernelLaunch& launch, const LaunchPlan& plan) {
   if (launch.row_source != nullptr) {
     if (absl::Status s = CheckPointer("row_source", launch.row_source, alignof(int32_t)); !s.ok()) return s;
   }
+  if (absl::Status s = CheckTileRouting(launch.tile_routing); !s.ok()) return s;
+  const bool gathered = launch.row_source != nullptr || launch.tile_routing.expert_ids != nullptr;
   if (launch.record != nullptr) {  // written 8 bytes at a time, as the activations are read
-    if (launch.row_source == nullptr) return absl::InvalidArgumentError("record is only for a gathered launch (row_source)");
+    if (!gathered) return absl::InvalidArgumentError("record is only for a gathered launch (row_source or tile_routing)");
     if (absl::Status s = CheckPointer("record", launch.record, 8); !s.ok()) return s;
   }
   if (plan.splits > 1) {

@@ -121,10 +121,11 @@ struct Mainloop {
   }
 
   // Accumulates k in [k_begin, k_end) of rows [row_begin, row_end) into acc (which the caller
-  // zeroed). Row r is row row_source[r] of `activations` where row_source is given (a gather
-  // without a gathered copy; each thread's chunks keep their rows, so each looks its row up
-  // once); where `record` is given, the values read are written there too (row r at
-  // record + r * k). The plain kernel passes both as null constants: no trace of either.
+  // zeroed). Row r is row row_source[r - row_begin] of `activations` where row_source is given
+  // (a gather without a gathered copy, from global or shared memory; each thread's chunks keep
+  // their rows, so each looks its row up once); where `record` is given, the values read are
+  // written there too (row r at record + r * k). The plain kernel passes both as null constants:
+  // no trace of either.
   __device__ __forceinline__ static void Run(float (&acc)[Shape::kRowBlocks][8], SharedStorage& smem,
                                              const uint16_t* activations, const int32_t* row_source,
                                              uint16_t* record, int k, int row_begin, int row_end,
@@ -134,7 +135,7 @@ struct Mainloop {
 #pragma unroll
     for (int c = 0; c < Shape::kChunksPerThread; ++c) {
       const int row = row_begin + (int(threadIdx.x) + c * Shape::kThreads) / Shape::kChunksPerRow;
-      source[c] = row >= row_end ? -1 : (row_source != nullptr ? __ldg(row_source + row) : row);
+      source[c] = row >= row_end ? -1 : (row_source != nullptr ? row_source[row - row_begin] : row);
     }
     uint2 staged[Shape::kChunksPerThread];
     WeightTile next;

@@ -352,11 +352,24 @@ class CudaMoeLayer final : public MoeLayer {
       MXDIFF_RETURN_IF_ERROR(CudaStatus(LaunchMoeRoute(route, stream), "launch route+gather"));
     }
     if (mask & kMoeStageW13) {
-      const absl::Status launched =
-          config_.gather_in_w13
-              ? LaunchGemm(0, routes_.w13, activations_.as<uint16_t>(), row_token_.as<int32_t>(), gathered_.as<uint16_t>(),
-                           w13_out_, stream)
-              : LaunchGemm(0, routes_.w13, gathered_.as<uint16_t>(), nullptr, nullptr, w13_out_, stream);
+      absl::Status launched;
+      if (W13RoutesItself()) {
+        const TileRouting routing{.tokens = tokens_.as<int32_t>(),
+                                  .expert_ids = expert_ids_.as<int32_t>(),
+                                  .max_tokens = config_.max_tokens,
+                                  .top_k = s.top_k,
+                                  .experts = s.experts,
+                                  .shared_expert = s.shared_expert ? 1 : 0,
+                                  .other_cta_m = gemm_[1].tactic.cta_m,
+                                  .other_capacity = gemm_[1].capacity};
+        launched = LaunchGemm(0, routes_.w13, activations_.as<uint16_t>(), nullptr, routing, gathered_.as<uint16_t>(),
+                              w13_out_, stream);
+      } else if (config_.gather_in_w13) {
+        launched = LaunchGemm(0, routes_.w13, activations_.as<uint16_t>(), row_token_.as<int32_t>(), {},
+                              gathered_.as<uint16_t>(), w13_out_, stream);
+      } else {
+        launched = LaunchGemm(0, routes_.w13, gathered_.as<uint16_t>(), nullptr, {}, nullptr, w13_out_, stream);
+      }
       MXDIFF_RETURN_IF_ERROR(launched);
     }
     if (mask & kMoeStageSwiglu) {
@@ -369,7 +382,7 @@ class CudaMoeLayer final : public MoeLayer {
       MXDIFF_RETURN_IF_ERROR(CudaStatus(LaunchMoeSwiglu(swiglu, stream, dependent_launch_), "launch SwiGLU"));
     }
     if (mask & kMoeStageW2) {
-      MXDIFF_RETURN_IF_ERROR(LaunchGemm(1, routes_.w2, activated_.as<uint16_t>(), nullptr, nullptr, w2_out_, stream));
+      MXDIFF_RETURN_IF_ERROR(LaunchGemm(1, routes_.w2, activated_.as<uint16_t>(), nullptr, {}, nullptr, w2_out_, stream));
     }
     if (mask & kMoeStageCombine) {
       const MoeCombineArgs combine{.header = header_.as<MoeDeviceHeader>(),
@@ -388,9 +401,14 @@ class CudaMoeLayer final : public MoeLayer {
     return absl::OkStatus();
   }
 
-  // `row_source`, `record`: see KernelLaunch.
-  absl::Status LaunchGemm(int g, const Route& route, const uint16_t* input, const int32_t* row_source, uint16_t* record,
-                          const Buffer& output, cudaStream_t stream) {
+  bool W13RoutesItself() const {
+    return config_.gather_in_w13 && config_.route_in_w13 &&
+           config_.max_tokens * config_.shape.top_k <= kMaxSelfRoutedEntries;
+  }
+
+  // `row_source`, `tile_routing`, `record`: see KernelLaunch.
+  absl::Status LaunchGemm(int g, const Route& route, const uint16_t* input, const int32_t* row_source,
+                          const TileRouting& tile_routing, uint16_t* record, const Buffer& output, cudaStream_t stream) {
     GemmState& gemm = gemm_[g];
     const absl::Status status = LaunchPlannedGroupedGemm(
         DeviceGemmArgs{.transform = route.variant,
@@ -403,6 +421,7 @@ class CudaMoeLayer final : public MoeLayer {
                        .tile_map = gemm.tile_map.as<int32_t>(),
                        .activations = input,
                        .row_source = row_source,
+                       .tile_routing = tile_routing,
                        .record = record,
                        .codes = gemm.codes.as<uint8_t>(),
                        .scales = gemm.scales[int(route.variant)].as<uint16_t>(),

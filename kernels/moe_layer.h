@@ -15,7 +15,10 @@
 // With MoeLayerConfig::gather_in_w13 (the default) the gather rides on W13: the routing kernel
 // only schedules (one CTA), and W13 reads each row straight from its token's activations through
 // the schedule and records the rows it read in the gathered-rows buffer, which holds the same
-// bits either way.
+// bits either way. With MoeLayerConfig::route_in_w13 too (the default), at decode batch sizes
+// (max_tokens x top_k <= kMaxSelfRoutedEntries, kernels/tile_routing.h) W13's CTAs also find
+// their own tiles and rows from the expert ids, so W13 no longer waits for the routing kernel,
+// which still writes the schedule for the later stages and runs alongside.
 //
 // The GEMMs are capacity launches (launch_plan.h): their grids are sized when the graph is
 // captured for the worst routing of `max_tokens` tokens (or a smaller capacity the caller
@@ -54,6 +57,8 @@ struct MoeLayerConfig {
   bool dependent_launch = true;
   // The gather rides on W13 (above); false: the routing kernel copies the rows (a CTA per row).
   bool gather_in_w13 = true;
+  // W13 routes itself where the batch allows (above); only with gather_in_w13.
+  bool route_in_w13 = true;
   int device = 0;
 };
 

@@ -113,6 +113,21 @@ TEST_F(CheckLaunchTest, RejectsASmallWorkspace) {
 TEST_F(CheckLaunchTest, ChecksTheOptionalGatherAndRecordPointers) {
   launch_.record = reinterpret_cast<uint16_t*>(0x9008);
   EXPECT_NE(CheckLaunch(launch_, plan_).message().find("only for a gathered launch"), std::string_view::npos);
+  launch_.tile_routing = TileRouting{.tokens = reinterpret_cast<const int32_t*>(0xA000),
+                                     .expert_ids = reinterpret_cast<const int32_t*>(0xB000),
+                                     .max_tokens = 4,
+                                     .top_k = 6,
+                                     .experts = 256,
+                                     .shared_expert = 1,
+                                     .other_cta_m = 8,
+                                     .other_capacity = 28};
+  EXPECT_TRUE(CheckLaunch(launch_, plan_).ok()) << CheckLaunch(launch_, plan_);
+  launch_.tile_routing.max_tokens = 11;  // 66 entries: more than one CTA's threads schedule
+  EXPECT_NE(CheckLaunch(launch_, plan_).message().find("one CTA schedules them"), std::string_view::npos);
+  launch_.tile_routing.max_tokens = 4;
+  launch_.tile_routing.tokens = nullptr;
+  EXPECT_NE(CheckLaunch(launch_, plan_).message().find("tile_routing tokens is null"), std::string_view::npos);
+  launch_.tile_routing = {};
   launch_.record = nullptr;
   launch_.row_source = reinterpret_cast<const int32_t*>(0x8002);
   EXPECT_NE(CheckLaunch(launch_, plan_).message().find("row_source"), std::string_view::npos);

@@ -3,7 +3,7 @@
 // of its two GEMMs' floors, and the share of the layer's own non-GEMM work (route + gather,
 // SwiGLU, weighted sum), measured as the full graph's time minus a graph of the two plain GEMMs
 // alone (those of a layer whose routing kernel gathers, launched the same way) on the same
-// routing; the gather in W13 (the default) and in the routing kernel run in the same process.
+// routing; the ways of gathering (Gather, below) run in the same process.
 // Every iteration writes a new routing (64 rotate) into the captured buffers,
 // so the routed experts' weights mostly come from HBM, as in decoding (830 MB of weights at
 // PP2 x TP4 against a 60 MB L2); only the graph's execution is timed (events around it). The
@@ -53,10 +53,18 @@ struct ShapeSetup {
   std::vector<MoeInputs> routings;
 };
 
-ShapeSetup& Setup(const char* name, int intermediate, int tokens, bool dependent_launch, bool gather_in_w13) {
+// Where the gather and the routing of W13 happen (MoeLayerConfig): "route" (the routing kernel
+// copies the rows), "W13 gathers" (through the routing kernel's schedule), "W13 routes" (W13's
+// CTAs schedule the routing themselves; the default at decode sizes).
+enum class Gather { kRouteKernel, kW13, kW13Routes };
+const char* GatherName(Gather g) {
+  return g == Gather::kRouteKernel ? "route" : g == Gather::kW13 ? "W13 gathers" : "W13 routes";
+}
+
+ShapeSetup& Setup(const char* name, int intermediate, int tokens, bool dependent_launch, Gather gather) {
   static std::map<std::string, std::unique_ptr<HostMoeWeights>> weights_by_shape;
   static std::map<std::string, std::unique_ptr<ShapeSetup>> setups;
-  std::unique_ptr<ShapeSetup>& setup = setups[fmt::format("{}/{}/{}/{}", name, tokens, dependent_launch, gather_in_w13)];
+  std::unique_ptr<ShapeSetup>& setup = setups[fmt::format("{}/{}/{}/{}", name, tokens, dependent_launch, int(gather))];
   if (setup != nullptr) return *setup;
   setup = std::make_unique<ShapeSetup>();
   setup->shape = MoeShape{.hidden = 4096, .intermediate = intermediate, .experts = 256, .top_k = 6,
@@ -70,7 +78,8 @@ ShapeSetup& Setup(const char* name, int intermediate, int tokens, bool dependent
   setup->layer = OrDie(MoeLayer::Create(*device->runner, MoeLayerConfig{.shape = setup->shape,
                                                                          .max_tokens = tokens,
                                                                          .dependent_launch = dependent_launch,
-                                                                         .gather_in_w13 = gather_in_w13}),
+                                                                         .gather_in_w13 = gather != Gather::kRouteKernel,
+                                                                         .route_in_w13 = gather == Gather::kW13Routes}),
                        "MoeLayer::Create");
   for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
     OrDie(weights->Upload(*setup->layer, gemm, 0, setup->shape.groups()), "WriteWeights");
@@ -98,7 +107,8 @@ struct Result {
   std::string name;
   double layer_us, gemm_us, floor_us;
   int tokens;
-  bool dependent_launch, gather_in_w13;
+  bool dependent_launch;
+  Gather gather;
   Route w13, w2;
   double route_us, swiglu_us, combine_us;  // in the chain
 };
@@ -130,14 +140,16 @@ double TimeGraph(cudaGraphExec_t exec, cudaEvent_t start, cudaEvent_t stop) {
 }
 
 void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, int tokens, TransformRequest variant,
-                 bool dependent_launch, bool gather_in_w13) {
-  ShapeSetup& setup = Setup(name, intermediate, tokens, dependent_launch, gather_in_w13);
+                 bool dependent_launch, Gather gather) {
+  ShapeSetup& setup = Setup(name, intermediate, tokens, dependent_launch, gather);
   MoeLayer& layer = *setup.layer;
   const MoeLayerRequest request{.transform = variant, .policy = FallbackPolicy::kFailClosed};
   const MoeLayerRoutes routes = OrDie(layer.Capture(request), "Capture");
   const cudaGraphExec_t full = CaptureStages(layer, kMoeStageAll);
   // The plain GEMMs come from a layer whose routing kernel gathers (a gathering W13 does more).
-  MoeLayer& plain = gather_in_w13 ? *Setup(name, intermediate, tokens, dependent_launch, false).layer : layer;
+  MoeLayer& plain =
+      gather != Gather::kRouteKernel ? *Setup(name, intermediate, tokens, dependent_launch, Gather::kRouteKernel).layer
+                                     : layer;
   OrDie(plain.Capture(request), "Capture");
   const cudaGraphExec_t gemms = CaptureStages(plain, kMoeStageW13 | kMoeStageW2);
   // Where the non-GEMM time goes: each stage's cost in the chain, as the difference between
@@ -203,7 +215,7 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
   state.SetLabel(fmt::format("W13 {} {}, W2 {} {}", TransformName(routes.w13.variant), TacticName(routes.w13.tactic),
                              TransformName(routes.w2.variant), TacticName(routes.w2.tactic)));
   Results().push_back(Result{fmt::format("{}", name), layer_us, gemm_us, floor_seconds * 1e6, tokens,
-                             dependent_launch, gather_in_w13, routes.w13, routes.w2, route_us, swiglu_us,
+                             dependent_launch, gather, routes.w13, routes.w2, route_us, swiglu_us,
                              combine_us});
   cudaGraphExecDestroy(full);
   cudaGraphExecDestroy(gemms);
@@ -236,15 +248,19 @@ int Main(int argc, char** argv) {
   for (const Shape& shape : {Shape{"PP2xTP4", 512}, Shape{"TP8", 256}}) {
     for (int tokens : {1, 4}) {
       for (TransformRequest variant : {TransformRequest::kOrdinary, TransformRequest::kFolded}) {
-        // The defaults where the device has them (dependent launches, the gather in W13)
-        // against the gather in the routing kernel and against plain launches.
-        for (const auto& [gather_in_w13, dependent_launch] : {std::pair{true, true}, {false, true}, {true, false}}) {
+        // The defaults where the device has them (dependent launches, W13 routing itself)
+        // against W13 gathering through the routing kernel's schedule (ordinary only), the
+        // routing kernel gathering, and plain launches.
+        std::vector<std::pair<Gather, bool>> configs = {
+            {Gather::kW13Routes, true}, {Gather::kRouteKernel, true}, {Gather::kW13Routes, false}};
+        if (variant == TransformRequest::kOrdinary) configs.push_back({Gather::kW13, true});
+        for (const auto& [gather, dependent_launch] : configs) {
           benchmark::RegisterBenchmark(fmt::format("MoeLayer/{}/tokens:{}/{}/gather:{}/{}", shape.name, tokens,
-                                                   TransformRequestName(variant), gather_in_w13 ? "W13" : "route",
+                                                   TransformRequestName(variant), GatherName(gather),
                                                    dependent_launch ? "dependent" : "plain")
                                            .c_str(),
                                        BM_MoeLayer, shape.name, shape.intermediate, tokens, variant, dependent_launch,
-                                       gather_in_w13)
+                                       gather)
               ->UseManualTime()
               ->Unit(benchmark::kMicrosecond)
               ->Iterations(1000);
@@ -261,7 +277,7 @@ int Main(int argc, char** argv) {
   for (const Result& r : Results()) {
     fmt::print("| {} | {} | {} | {} | {} {} | {} {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% | {:.2f} / {:.2f} / {:.2f} "
                "| {:.2f} | {:.1f} |\n",
-               r.name, r.tokens, r.gather_in_w13 ? "W13" : "route", r.dependent_launch ? "dependent" : "plain",
+               r.name, r.tokens, GatherName(r.gather), r.dependent_launch ? "dependent" : "plain",
                TransformName(r.w13.variant), TacticName(r.w13.tactic), TransformName(r.w2.variant),
                TacticName(r.w2.tactic), r.layer_us, r.layer_us / r.tokens, r.gemm_us, r.layer_us - r.gemm_us,
                100.0 * (r.layer_us - r.gemm_us) / r.layer_us, r.route_us, r.swiglu_us, r.combine_us, r.floor_us,

@@ -167,20 +167,23 @@ TEST_F(MoeLayerGraphTest, DynamicReplaysTP8) { DynamicReplays("TP8 (W13 K4096 N5
 
 // Every builtin CTA shape and split counts, both variants; the graph, eager launches and the
 // reference agree; decode (1 token) and a few tokens; with and without the shared expert; with
-// dependent launches (the default where the device has them) and plain ones; the gather in W13
-// (the default) and in the routing kernel.
+// dependent launches (the default where the device has them) and plain ones; W13 routing itself
+// (the default at these sizes), W13 gathering through the routing kernel's schedule, and the
+// routing kernel gathering.
 TEST_F(MoeLayerGraphTest, EveryTacticGraphEqualsEagerEqualsReference) {
   std::mt19937_64 seeder(TestSeed("MoeLayerGraphTest.EveryTactic"));
   FastRng rng(seeder());
-  for (const auto& [shared, dependent, gather_in_w13] : {std::tuple{true, true, true}, {false, true, true},
-                                                         {true, false, true}, {true, true, false}, {false, false, false}}) {
-    SCOPED_TRACE(fmt::format("dependent launch {}, gather in W13 {}", dependent, gather_in_w13));
+  for (const auto& [shared, dependent, gather_in_w13, route_in_w13] :
+       {std::tuple{true, true, true, true}, {false, true, true, true}, {true, false, true, true},
+        {true, true, true, false}, {false, false, true, false}, {true, true, false, false}, {false, false, false, false}}) {
+    SCOPED_TRACE(fmt::format("dependent launch {}, gather in W13 {}, route in W13 {}", dependent, gather_in_w13,
+                             route_in_w13));
     const MoeShape shape{.hidden = 256, .intermediate = 64, .experts = 16, .top_k = 6, .shared_expert = shared};
     HostMoeWeights weights(shape);
     weights.Randomize(rng, 0, shape.groups());
     std::unique_ptr<MoeLayer> layer = CreateLayer(
         MoeLayerConfig{.shape = shape, .max_tokens = 5, .poison_stages = true, .dependent_launch = dependent,
-                       .gather_in_w13 = gather_in_w13});
+                       .gather_in_w13 = gather_in_w13, .route_in_w13 = route_in_w13});
     ASSERT_NE(layer, nullptr);
     for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) ASSERT_TRUE(weights.Upload(*layer, gemm, 0, shape.groups()).ok());
     for (const CtaShape& cta : kCtaShapes) {
