@@ -26,13 +26,13 @@ __device__ __forceinline__ void LetDependentsStart() {
 #endif
 }
 
-// Waits for the preceding kernel when it goes out of scope (kEnabled): a kernel that reads nothing
+// Waits for the preceding kernel when it goes out of scope (where enabled): a kernel that reads nothing
 // the kernel before wrote need not wait before its work, but still ends after it, so that its own
 // end, which the next kernel waits for, implies the whole chain's before it.
-template <bool kEnabled>
 struct WaitForPrecedingKernelAtExit {
+  bool enabled;
   __device__ __forceinline__ ~WaitForPrecedingKernelAtExit() {
-    if constexpr (kEnabled) WaitForPrecedingKernel();
+    if (enabled) WaitForPrecedingKernel();
   }
 };
 

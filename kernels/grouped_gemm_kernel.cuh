@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(128) GroupedGemmKernel(KernelLaunch p) {
   // The tile map and the activations may come from the kernel before (the MoE layer's chain). A
   // routed launch reads only what was there before the chain began, so it waits at its end.
   constexpr bool kRouted = kRows == ActivationRows::kRouted;
-  const WaitForPrecedingKernelAtExit<kRouted> wait_at_exit;
+  const WaitForPrecedingKernelAtExit wait_at_exit{kRouted};
   if constexpr (!kRouted) WaitForPrecedingKernel();
   LetDependentsStart();
   const int tiles = p.m_tiles * p.n_tiles;

@@ -59,8 +59,9 @@ __global__ void MoeRouteKernel(MoeRouteArgs a) {
   __shared__ int first_bad;
 
   const int t = threadIdx.x;
-  WaitForPrecedingKernel();
-  LetDependentsStart();  // W13's CTAs may take their places; they wait for this kernel's end
+  const WaitForPrecedingKernelAtExit wait_at_exit{a.after_w13};
+  if (!a.after_w13) WaitForPrecedingKernel();
+  LetDependentsStart();  // the next kernel's CTAs may take their places; they wait for this kernel's end
   // Every expert id slot is read at once with the token count (they are all in bounds): one
   // global round trip instead of two.
   for (int i = t; i < max_entries; i += threads) ids[i] = __ldg(a.expert_ids + i);
@@ -265,11 +266,11 @@ cudaError_t ConfigureMoeRoute(size_t shared_bytes) {
   return cudaFuncSetAttribute(MoeRouteKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes));
 }
 
-cudaError_t LaunchMoeRoute(const MoeRouteArgs& args, cudaStream_t stream) {
+cudaError_t LaunchMoeRoute(const MoeRouteArgs& args, cudaStream_t stream, bool dependent) {
   const size_t shared = MoeRouteSharedBytes(args.groups, args.max_tokens, args.top_k, args.max_rows);
   const int ctas = args.gathered != nullptr && args.max_rows > 0 ? args.max_rows : 1;
   return LaunchKernel(MoeRouteKernel, dim3(unsigned(ctas)),
-                      dim3(MoeRouteThreads(args.groups)), shared, stream, false, args);
+                      dim3(MoeRouteThreads(args.groups)), shared, stream, dependent, args);
 }
 
 cudaError_t LaunchMoeSwiglu(const MoeSwigluArgs& args, cudaStream_t stream, bool dependent) {

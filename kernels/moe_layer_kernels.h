@@ -39,12 +39,15 @@ struct MoeRouteArgs {
   int32_t* entry_row = nullptr;         // max_tokens x top_k
   uint16_t* gathered = nullptr;         // max_rows x hidden; null: no gather (W13 gathers, gather_in_w13)
   MoeDeviceHeader* header = nullptr;
+  // Launched right after a W13 that routes itself (tile_routing.h): it reads only the replay's
+  // inputs, so it runs alongside W13 and waits for it only at its end, keeping the chain's order.
+  bool after_w13 = false;
 };
 
 // Grid: with a gather, max_rows CTAs (at least one), each computing the whole schedule in shared
 // memory and copying its own row; without, one CTA. CTA 0 writes the schedule, the tile maps and
 // the header.
-cudaError_t LaunchMoeRoute(const MoeRouteArgs& args, cudaStream_t stream);
+cudaError_t LaunchMoeRoute(const MoeRouteArgs& args, cudaStream_t stream, bool dependent);
 // The routing kernel's threads and dynamic shared memory for these sizes.
 int MoeRouteThreads(int groups);
 size_t MoeRouteSharedBytes(int groups, int max_tokens, int top_k, int max_rows);
