@@ -26,9 +26,9 @@ __device__ __forceinline__ void LetDependentsStart() {
 #endif
 }
 
-// Waits for the preceding kernel when it goes out of scope (where enabled): a kernel that reads nothing
-// the kernel before wrote need not wait before its work, but still ends after it, so that its own
-// end, which the next kernel waits for, implies the whole chain's before it.
+// Waits for the preceding kernel when it goes out of scope (where enabled): a kernel that reads
+// nothing the kernel before wrote need not wait before its work, but still ends after it, so that
+// its own end, which the next kernel waits for, implies the whole chain's before it.
 struct WaitForPrecedingKernelAtExit {
   bool enabled;
   __device__ __forceinline__ ~WaitForPrecedingKernelAtExit() {

@@ -15,7 +15,7 @@
 
 namespace mxdiff {
 
-// The tile of M tile `m_tile` of a grid of `capacity` M tiles; `*rows` points to the token of
+// The tile of M tile `m_tile` of a grid of `capacity` M tiles; `*rows_out` points to the token of
 // each of its rows (kCtaM entries in shared memory, tile-relative). Every thread of the CTA calls it.
 template <int kCtaM>
 __device__ __forceinline__ GroupTile RouteOwnTile(const TileRouting& r, int m_tile, int capacity,
@@ -23,7 +23,7 @@ __device__ __forceinline__ GroupTile RouteOwnTile(const TileRouting& r, int m_ti
   __shared__ int32_t row_token[kCtaM];
   *rows_out = row_token;
   __shared__ int32_t ids[kMaxSelfRoutedEntries];
-  __shared__ int32_t group_tiles[2][kMaxSelfRoutedEntries];  // at a group's first entry, else 0
+  __shared__ int32_t group_tiles[kMaxSelfRoutedEntries];  // this GEMM's, at a group's first entry, else 0
   __shared__ int routed_tiles[2], bad_id;
   __shared__ int4 found;  // group, row_begin, row_end
   const int t = int(threadIdx.x);
@@ -57,10 +57,7 @@ __device__ __forceinline__ GroupTile RouteOwnTile(const TileRouting& r, int m_ti
   const bool first = t < entries && id >= 0 && id < r.experts && rank == 0;
   const int tiles = first ? GroupMTiles(rows, kCtaM) : 0;
   const int other_tiles = first ? GroupMTiles(rows, r.other_cta_m) : 0;
-  if (t < kMaxSelfRoutedEntries) {
-    group_tiles[0][t] = tiles;
-    group_tiles[1][t] = other_tiles;
-  }
+  if (t < kMaxSelfRoutedEntries) group_tiles[t] = tiles;
   if (tiles > 0) {
     atomicAdd(&routed_tiles[0], tiles);
     atomicAdd(&routed_tiles[1], other_tiles);
@@ -69,10 +66,12 @@ __device__ __forceinline__ GroupTile RouteOwnTile(const TileRouting& r, int m_ti
   const int shared_rows = r.shared_expert ? tokens : 0;
   const int needed = routed_tiles[0] + GroupMTiles(shared_rows, kCtaM);
   const int other_needed = routed_tiles[1] + GroupMTiles(shared_rows, r.other_cta_m);
-  if (!tokens_ok || bad_id || needed > capacity || other_needed > r.other_capacity || m_tile >= needed) return GroupTile{-1, 0, 0};
+  if (!tokens_ok || bad_id || needed > capacity || other_needed > r.other_capacity || m_tile >= needed) {
+    return GroupTile{-1, 0, 0};
+  }
   if (first) {
     int begin_tile = 0;  // the tiles of every lower expert's group
-    for (int j = 0; j < entries; ++j) begin_tile += ids[j] < id ? group_tiles[0][j] : 0;
+    for (int j = 0; j < entries; ++j) begin_tile += ids[j] < id ? group_tiles[j] : 0;
     if (m_tile >= begin_tile && m_tile < begin_tile + tiles) {
       found = make_int4(id, begin_row + (m_tile - begin_tile) * kCtaM, begin_row + rows, 0);
     }
