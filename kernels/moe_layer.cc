@@ -327,69 +327,12 @@ class CudaMoeLayer final : public MoeLayer {
         MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(buffer->as<void>(), 0xFF, buffer->bytes(), stream), "poison"));
       }
     }
-    // A W13 that routes itself needs nothing of the routing kernel: it goes first, the routing
-    // kernel beside it (MoeRouteArgs::after_w13).
-    const bool w13_first = W13RoutesItself();
-    auto enqueue_route = [&]() -> absl::Status {
-      if (mask & kMoeStageRoute) {
-        MoeRouteArgs route;
-        route.experts = s.experts;
-        route.top_k = s.top_k;
-        route.shared_expert = s.shared_expert ? 1 : 0;
-        route.groups = s.groups();
-        route.max_tokens = config_.max_tokens;
-        route.max_rows = max_rows_;
-        route.hidden = s.hidden;
-        route.tokens = tokens_.as<int32_t>();
-        route.expert_ids = expert_ids_.as<int32_t>();
-        route.activations = activations_.as<uint16_t>();
-        for (int g = 0; g < 2; ++g) {
-          route.cta_m[g] = gemm_[g].tactic.cta_m;
-          route.capacity[g] = gemm_[g].capacity;
-          route.tile_map[g] = gemm_[g].tile_map.as<int32_t>();
-        }
-        route.row_offsets = row_offsets_.as<int32_t>();
-        route.row_token = row_token_.as<int32_t>();
-        route.entry_row = entry_row_.as<int32_t>();
-        route.gathered = config_.gather_in_w13 ? nullptr : gathered_.as<uint16_t>();
-        route.header = header_.as<MoeDeviceHeader>();
-        route.after_w13 = W13RoutesItself() && (mask & kMoeStageW13);
-        MXDIFF_RETURN_IF_ERROR(
-            CudaStatus(LaunchMoeRoute(route, stream, route.after_w13 && dependent_launch_), "launch route+gather"));
-      }
-      return absl::OkStatus();
-    };
-    auto enqueue_w13 = [&]() -> absl::Status {
-      if (mask & kMoeStageW13) {
-        absl::Status launched;
-        if (W13RoutesItself()) {
-          const TileRouting routing{.tokens = tokens_.as<int32_t>(),
-                                    .expert_ids = expert_ids_.as<int32_t>(),
-                                    .max_tokens = config_.max_tokens,
-                                    .top_k = s.top_k,
-                                    .experts = s.experts,
-                                    .shared_expert = s.shared_expert ? 1 : 0,
-                                    .other_cta_m = gemm_[1].tactic.cta_m,
-                                    .other_capacity = gemm_[1].capacity};
-          launched = LaunchGemm(0, routes_.w13, activations_.as<uint16_t>(), nullptr, routing, gathered_.as<uint16_t>(),
-                                w13_out_, stream);
-        } else if (config_.gather_in_w13) {
-          launched = LaunchGemm(0, routes_.w13, activations_.as<uint16_t>(), row_token_.as<int32_t>(), {},
-                                gathered_.as<uint16_t>(), w13_out_, stream);
-        } else {
-          launched = LaunchGemm(0, routes_.w13, gathered_.as<uint16_t>(), nullptr, {}, nullptr, w13_out_, stream);
-        }
-        MXDIFF_RETURN_IF_ERROR(launched);
-      }
-      return absl::OkStatus();
-    };
-    if (w13_first) {
-      MXDIFF_RETURN_IF_ERROR(enqueue_w13());
-      MXDIFF_RETURN_IF_ERROR(enqueue_route());
-    } else {
-      MXDIFF_RETURN_IF_ERROR(enqueue_route());
-      MXDIFF_RETURN_IF_ERROR(enqueue_w13());
-    }
+    // A W13 that routes itself needs nothing of the routing kernel: it goes first, and the routing
+    // kernel runs beside it (MoeRouteArgs::after_w13).
+    const bool w13_first = (mask & kMoeStageW13) && W13RoutesItself();
+    if (w13_first) MXDIFF_RETURN_IF_ERROR(EnqueueW13(stream));
+    if (mask & kMoeStageRoute) MXDIFF_RETURN_IF_ERROR(EnqueueRoute(stream, /*after_w13=*/w13_first));
+    if ((mask & kMoeStageW13) && !w13_first) MXDIFF_RETURN_IF_ERROR(EnqueueW13(stream));
     if (mask & kMoeStageSwiglu) {
       const MoeSwigluArgs swiglu{.header = header_.as<MoeDeviceHeader>(),
                                  .w13 = w13_out_.as<uint16_t>(),
@@ -417,6 +360,54 @@ class CudaMoeLayer final : public MoeLayer {
       MXDIFF_RETURN_IF_ERROR(CudaStatus(LaunchMoeCombine(combine, stream, dependent_launch_), "launch combine"));
     }
     return absl::OkStatus();
+  }
+
+  absl::Status EnqueueRoute(cudaStream_t stream, bool after_w13) {
+    const MoeShape& s = config_.shape;
+    MoeRouteArgs route;
+    route.experts = s.experts;
+    route.top_k = s.top_k;
+    route.shared_expert = s.shared_expert ? 1 : 0;
+    route.groups = s.groups();
+    route.max_tokens = config_.max_tokens;
+    route.max_rows = max_rows_;
+    route.hidden = s.hidden;
+    route.tokens = tokens_.as<int32_t>();
+    route.expert_ids = expert_ids_.as<int32_t>();
+    route.activations = activations_.as<uint16_t>();
+    for (int g = 0; g < 2; ++g) {
+      route.cta_m[g] = gemm_[g].tactic.cta_m;
+      route.capacity[g] = gemm_[g].capacity;
+      route.tile_map[g] = gemm_[g].tile_map.as<int32_t>();
+    }
+    route.row_offsets = row_offsets_.as<int32_t>();
+    route.row_token = row_token_.as<int32_t>();
+    route.entry_row = entry_row_.as<int32_t>();
+    route.gathered = config_.gather_in_w13 ? nullptr : gathered_.as<uint16_t>();
+    route.header = header_.as<MoeDeviceHeader>();
+    route.after_w13 = after_w13;
+    return CudaStatus(LaunchMoeRoute(route, stream, after_w13 && dependent_launch_), "launch route+gather");
+  }
+
+  absl::Status EnqueueW13(cudaStream_t stream) {
+    const MoeShape& s = config_.shape;
+    if (W13RoutesItself()) {
+      const TileRouting routing{.tokens = tokens_.as<int32_t>(),
+                                .expert_ids = expert_ids_.as<int32_t>(),
+                                .max_tokens = config_.max_tokens,
+                                .top_k = s.top_k,
+                                .experts = s.experts,
+                                .shared_expert = s.shared_expert ? 1 : 0,
+                                .other_cta_m = gemm_[1].tactic.cta_m,
+                                .other_capacity = gemm_[1].capacity};
+      return LaunchGemm(0, routes_.w13, activations_.as<uint16_t>(), nullptr, routing, gathered_.as<uint16_t>(),
+                        w13_out_, stream);
+    }
+    if (config_.gather_in_w13) {
+      return LaunchGemm(0, routes_.w13, activations_.as<uint16_t>(), row_token_.as<int32_t>(), {},
+                        gathered_.as<uint16_t>(), w13_out_, stream);
+    }
+    return LaunchGemm(0, routes_.w13, gathered_.as<uint16_t>(), nullptr, {}, nullptr, w13_out_, stream);
   }
 
   bool W13RoutesItself() const {

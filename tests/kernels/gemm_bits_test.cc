@@ -89,8 +89,7 @@ TEST_F(GemmBitsTest, RealDecodeShapesEveryTacticBothVariantsOrdinaryEqualsFolded
   const std::vector<int> six_rows(kDecodeTopK, 1);
   for (const DecodeShape& real : kDecodeShapes) {
     const RandomLayer layer = MakeRandomLayer(rng, real.n, real.k, six_rows, ScaleBytes::kAdmitted);
-    absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
-        runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+    absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = Prepare(layer);
     ASSERT_TRUE(prepared.ok()) << prepared.status();
     ASSERT_TRUE((*prepared)->admission().admitted);
     const int table_splits = runner().DefaultTactic(layer.n, layer.k, layer.row_offsets).splits;
@@ -116,8 +115,7 @@ TEST_F(GemmBitsTest, DefaultTacticAutoRunsFoldedAndMatchesTheReference) {
   std::mt19937_64 rng(TestSeed("GemmBitsTest.DefaultTactic"));
   const std::vector<int> rows = {3, 0, 40, 1};
   const RandomLayer layer = MakeRandomLayer(rng, 200, 320, rows, ScaleBytes::kAdmitted);
-  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
-      runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = Prepare(layer);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   std::vector<uint16_t> output(size_t(layer.rows()) * layer.n, kPoison);
   absl::StatusOr<Route> route = runner().Run(**prepared, layer.row_offsets, layer.activations, output, RunRequest{});
@@ -135,8 +133,7 @@ TEST_F(GemmBitsTest, SplitKWorkspaceIsReusedAcrossTileCounts) {
   for (int n : {128, 4096, 256, 8192, 128}) {
     const std::vector<int> rows = {5, 16, 3};
     const RandomLayer layer = MakeRandomLayer(rng, n, 256, rows, ScaleBytes::kAdmitted);
-    absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
-        runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+    absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = Prepare(layer);
     ASSERT_TRUE(prepared.ok()) << prepared.status();
     SCOPED_TRACE(fmt::format("N {}", n));
     EXPECT_EQ(DescribeMismatch(Reference(layer, Transform::kOrdinary, tactic),
@@ -149,8 +146,7 @@ TEST_F(GemmBitsTest, RepeatedRunsAreBitIdentical) {
   std::mt19937_64 rng(TestSeed("GemmBitsTest.Repeated"));
   const std::vector<int> rows(6, 1);
   const RandomLayer layer = MakeRandomLayer(rng, 1024, 4096, rows, ScaleBytes::kWide, 0.0005);
-  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
-      runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = Prepare(layer);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   const Tactic tactic{.cta_m = 8, .cta_n = 128, .cta_k = 64, .splits = 16, .swizzle = 2};
   const std::vector<uint16_t> first = RunExactly(**prepared, layer, Transform::kOrdinary, tactic);

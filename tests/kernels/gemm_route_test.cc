@@ -49,8 +49,7 @@ TEST_F(GemmRouteTest, RefusedLayerFallsBackToOrdinaryAndSaysSo) {
   std::mt19937_64 rng(TestSeed("GemmRouteTest.Refused"));
   for (uint8_t raw : {uint8_t(112), uint8_t(129)}) {
     const RandomLayer layer = LayerWithOneByte(rng, raw);
-    absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
-        runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+    absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = Prepare(layer);
     ASSERT_TRUE(prepared.ok()) << prepared.status();
     EXPECT_FALSE((*prepared)->admission().admitted);
     for (TransformRequest request : {TransformRequest::kAuto, TransformRequest::kFolded}) {
@@ -69,8 +68,7 @@ TEST_F(GemmRouteTest, RefusedLayerFallsBackToOrdinaryAndSaysSo) {
 TEST_F(GemmRouteTest, FailClosedFoldedOnARefusedLayerIsAnErrorAndWritesNothing) {
   std::mt19937_64 rng(TestSeed("GemmRouteTest.FailClosed"));
   const RandomLayer layer = LayerWithOneByte(rng, 129);
-  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
-      runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = Prepare(layer);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   std::vector<uint16_t> output(size_t(layer.rows()) * layer.n, kSentinel);
   absl::StatusOr<Route> route = runner().Run(
@@ -133,8 +131,7 @@ TEST_F(GemmRouteTest, BadRunsAreRejectedBeforeAnyLaunchWithTheOutputUntouched) {
   std::mt19937_64 rng(TestSeed("GemmRouteTest.BadRuns"));
   const std::vector<int> rows = {3, 2};
   const RandomLayer layer = MakeRandomLayer(rng, 100, 128, rows, ScaleBytes::kAdmitted);
-  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
-      runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = Prepare(layer);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   const size_t outputs = size_t(layer.rows()) * layer.n;
   auto expect_rejected = [&](std::span<const int32_t> offsets, std::span<const uint16_t> activations,
@@ -190,8 +187,7 @@ TEST_F(GemmRouteTest, LayersRunOnAnyRunnerOfTheirDevice) {
   std::mt19937_64 rng(TestSeed("GemmRouteTest.LayersRunOnAnyRunnerOfTheirDevice"));
   const std::vector<int> rows = {3, 2};
   const RandomLayer layer = MakeRandomLayer(rng, 160, 256, rows, ScaleBytes::kAdmitted);
-  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
-      runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = Prepare(layer);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   absl::StatusOr<std::unique_ptr<GemmRunner>> other = GemmRunner::Create();
   ASSERT_TRUE(other.ok()) << other.status();
@@ -208,8 +204,7 @@ TEST_F(GemmRouteTest, NoRowsIsAnEmptyResultNotAnError) {
   std::mt19937_64 rng(TestSeed("GemmRouteTest.NoRows"));
   const std::vector<int> rows = {0, 0, 0};
   const RandomLayer layer = MakeRandomLayer(rng, 64, 64, rows, ScaleBytes::kAdmitted);
-  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
-      runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = Prepare(layer);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   std::vector<uint16_t> output;
   absl::StatusOr<Route> route = runner().Run(**prepared, layer.row_offsets, layer.activations, output, RunRequest{});

@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/gemm_runner.h"
+#include "tests/kernels/random_layer.h"
 
 namespace mxdiff::testing {
 
@@ -28,6 +29,9 @@ class GpuTest : public ::testing::Test {
     if (runner_ == nullptr) GTEST_SKIP() << "no CUDA device: " << create_status_->ToString();
   }
   GemmRunner& runner() { return *runner_; }
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> Prepare(const RandomLayer& layer) {
+    return runner().Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
+  }
 
  private:
   static inline GemmRunner* runner_ = nullptr;
