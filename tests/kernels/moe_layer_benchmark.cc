@@ -7,7 +7,8 @@
 // Every iteration writes a new routing (64 rotate) into the captured buffers,
 // so the routed experts' weights mostly come from HBM, as in decoding (830 MB of weights at
 // PP2 x TP4 against a 60 MB L2); only the graph's execution is timed (events around it). The
-// route, SwiGLU and combine stages' costs in the chain come from graphs of the chain's prefixes.
+// route, SwiGLU and combine stages' costs in the chain come from graphs of the chain's prefixes,
+// the first of which (W13 alone) is reported too: what W13's own gather and routing cost it.
 //
 //   moe_layer_benchmark [--benchmark_filter=...] [--benchmark_repetitions=N]
 // Without a GPU it says so and exits 0 (it is not a test). Floors as in kernel_benchmark: bytes
