@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "fmt/core.h"
 #include "kernels/builtin_kernels.h"
 #include "kernels/cuda_status.h"
+#include "kernels/device_buffer.h"
 #include "kernels/dispatch_table.h"
 #include "kernels/grouped_gemm_launch.h"
 #include "kernels/launch_plan.h"
@@ -18,37 +20,6 @@
 
 namespace mxdiff {
 namespace {
-
-// A device allocation that only grows.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(data_); }
-
-  // True in `grown` when the old contents were dropped.
-  absl::Status Reserve(size_t bytes, bool* grown = nullptr) {
-    if (grown) *grown = false;
-    if (bytes <= capacity_) return absl::OkStatus();
-    cudaFree(data_);
-    data_ = nullptr;
-    capacity_ = 0;
-    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data_, bytes), fmt::format("cudaMalloc of {} bytes", bytes)));
-    capacity_ = bytes;
-    if (grown) *grown = true;
-    return absl::OkStatus();
-  }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  size_t capacity() const { return capacity_; }
-
- private:
-  void* data_ = nullptr;
-  size_t capacity_ = 0;
-};
 
 class DeviceLayer final : public PreparedLayer {
  public:
@@ -117,18 +88,15 @@ class CudaGemmRunner final : public GemmRunner {
     }
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
     auto layer = std::make_unique<DeviceLayer>(device_, groups, n, k, AdmitLayer(scale_bytes));
-    MXDIFF_RETURN_IF_ERROR(layer->codes.Reserve(code_count));
-    MXDIFF_RETURN_IF_ERROR(CudaStatus(
-        cudaMemcpy(layer->codes.as<void>(), packed_codes.data(), code_count, cudaMemcpyHostToDevice), "copy codes"));
+    MXDIFF_RETURN_IF_ERROR(layer->codes.Allocate(code_count, "weight codes"));
+    MXDIFF_RETURN_IF_ERROR(layer->codes.Upload(packed_codes, stream_, "copy codes"));
     std::vector<uint16_t> prepared(scale_count);
     for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
       if (transform == Transform::kFolded && !layer->admission().admitted) continue;
       DeviceBuffer& buffer = transform == Transform::kOrdinary ? layer->ordinary_scales : layer->folded_scales;
       PrepareLayerScales(transform, scale_bytes, prepared);
-      MXDIFF_RETURN_IF_ERROR(buffer.Reserve(scale_count * sizeof(uint16_t)));
-      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(buffer.as<void>(), prepared.data(),
-                                                   scale_count * sizeof(uint16_t), cudaMemcpyHostToDevice),
-                                        "copy scales"));
+      MXDIFF_RETURN_IF_ERROR(buffer.Allocate(scale_count * sizeof(uint16_t), "prepared scales"));
+      MXDIFF_RETURN_IF_ERROR(buffer.Upload(std::span<const uint16_t>(prepared), stream_, "copy scales"));
     }
     return std::unique_ptr<PreparedLayer>(std::move(layer));
   }
@@ -148,9 +116,9 @@ class CudaGemmRunner final : public GemmRunner {
           layer.n(), rows * layer.k(), activations.size(), rows * layer.n(), output.size()));
     }
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
-    MXDIFF_RETURN_IF_ERROR(staged_offsets_.Reserve(row_offsets.size_bytes()));
-    MXDIFF_RETURN_IF_ERROR(staged_activations_.Reserve(std::max<size_t>(activations.size_bytes(), 16)));
-    MXDIFF_RETURN_IF_ERROR(staged_output_.Reserve(std::max<size_t>(output.size_bytes(), 16)));
+    MXDIFF_RETURN_IF_ERROR(staged_offsets_.Reserve(row_offsets.size_bytes(), "row offsets"));
+    MXDIFF_RETURN_IF_ERROR(staged_activations_.Reserve(activations.size_bytes(), "activations"));
+    MXDIFF_RETURN_IF_ERROR(staged_output_.Reserve(output.size_bytes(), "output"));
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(staged_offsets_.as<void>(), row_offsets.data(),
                                                       row_offsets.size_bytes(), cudaMemcpyHostToDevice, stream_),
                                       "copy row offsets"));
@@ -193,15 +161,12 @@ class CudaGemmRunner final : public GemmRunner {
     if (!plan.ok()) return plan.status();
     const size_t rows = size_t(plan->rows);
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
-    MXDIFF_RETURN_IF_ERROR(staged_offsets_.Reserve(row_offsets.size_bytes()));
-    MXDIFF_RETURN_IF_ERROR(staged_activations_.Reserve(std::max<size_t>(rows * layer.k() * 2, 16)));
-    MXDIFF_RETURN_IF_ERROR(staged_output_.Reserve(std::max<size_t>(rows * layer.n() * 2, 16)));
-    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(staged_offsets_.as<void>(), row_offsets.data(),
-                                                 row_offsets.size_bytes(), cudaMemcpyHostToDevice),
-                                      "copy row offsets"));
-    // fp16 0x3C00 (1.0) activations: finite, non-zero work for the timing.
-    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemset(staged_activations_.as<void>(), 0x3C, rows * layer.k() * 2),
-                                      "fill activations"));
+    MXDIFF_RETURN_IF_ERROR(staged_offsets_.Reserve(row_offsets.size_bytes(), "row offsets"));
+    MXDIFF_RETURN_IF_ERROR(staged_activations_.Reserve(rows * layer.k() * 2, "activations"));
+    MXDIFF_RETURN_IF_ERROR(staged_output_.Reserve(rows * layer.n() * 2, "output"));
+    MXDIFF_RETURN_IF_ERROR(staged_offsets_.Upload(row_offsets, stream_, "copy row offsets"));
+    // fp16 0x3C3C (1.0586) activations: finite, non-zero work for the timing.
+    MXDIFF_RETURN_IF_ERROR(staged_activations_.Fill(0x3C, stream_, "fill activations"));
     cudaEvent_t start = nullptr;
     cudaEvent_t stop = nullptr;
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&start), "cudaEventCreate"));
@@ -279,15 +244,17 @@ class CudaGemmRunner final : public GemmRunner {
   absl::Status Launch(const DeviceLayer& layer, const Route& route, const LaunchPlan& plan,
                       std::span<const int32_t> row_offsets, const int32_t* device_row_offsets,
                       const uint16_t* activations, uint16_t* output, cudaStream_t stream) {
+    // Launches on one stream share its split-K workspace in order; two streams never share one.
+    Workspace& workspace = workspaces_[stream];
     bool grown = false;
-    MXDIFF_RETURN_IF_ERROR(semaphores_.Reserve(plan.semaphore_count * sizeof(int32_t), &grown));
-    if (grown || semaphores_dirty_) {
+    MXDIFF_RETURN_IF_ERROR(
+        workspace.semaphores.Reserve(plan.semaphore_count * sizeof(int32_t), "split-K semaphores", &grown));
+    if (grown || workspace.semaphores_dirty) {
       // Semaphores start at zero; a completed launch leaves them so, a failed one may not.
-      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(semaphores_.as<void>(), 0, semaphores_.capacity(), stream),
-                                        "clear split-K semaphores"));
-      semaphores_dirty_ = false;
+      MXDIFF_RETURN_IF_ERROR(workspace.semaphores.Fill(0, stream, "clear split-K semaphores"));
+      workspace.semaphores_dirty = false;
     }
-    MXDIFF_RETURN_IF_ERROR(partials_.Reserve(plan.partial_bytes));
+    MXDIFF_RETURN_IF_ERROR(workspace.partials.Reserve(plan.partial_bytes, "split-K partials"));
     const absl::Status status = LaunchGroupedGemm(DeviceGemmArgs{.transform = route.variant,
                                                                  .tactic = route.tactic,
                                                                  .groups = layer.groups(),
@@ -299,13 +266,13 @@ class CudaGemmRunner final : public GemmRunner {
                                                                  .codes = layer.codes.as<uint8_t>(),
                                                                  .scales = layer.scales(route.variant),
                                                                  .output = output,
-                                                                 .semaphores = semaphores_.as<int>(),
+                                                                 .semaphores = workspace.semaphores.as<int>(),
                                                                  .semaphore_count =
-                                                                     semaphores_.capacity() / sizeof(int32_t),
-                                                                 .partials = partials_.as<float>(),
-                                                                 .partial_bytes = partials_.capacity(),
+                                                                     workspace.semaphores.bytes() / sizeof(int32_t),
+                                                                 .partials = workspace.partials.as<float>(),
+                                                                 .partial_bytes = workspace.partials.bytes(),
                                                                  .stream = stream});
-    if (!status.ok() && status.code() != absl::StatusCode::kInvalidArgument) semaphores_dirty_ = true;
+    if (!status.ok() && status.code() != absl::StatusCode::kInvalidArgument) workspace.semaphores_dirty = true;
     return status;
   }
 
@@ -318,9 +285,12 @@ class CudaGemmRunner final : public GemmRunner {
   DeviceBuffer staged_offsets_;
   DeviceBuffer staged_activations_;
   DeviceBuffer staged_output_;
-  DeviceBuffer semaphores_;  // split-K workspace
-  DeviceBuffer partials_;
-  bool semaphores_dirty_ = false;
+  struct Workspace {  // split-K
+    DeviceBuffer semaphores;
+    DeviceBuffer partials;
+    bool semaphores_dirty = false;
+  };
+  std::map<cudaStream_t, Workspace> workspaces_;
 };
 
 }  // namespace

@@ -48,7 +48,8 @@ struct RunRequest {
   std::optional<Tactic> tactic;  // the ordinary tactic; absent: DefaultTactic()
 };
 
-// One runner per device and thread: its staging buffers and workspace are reused across calls.
+// One runner per device and thread: its staging buffers are reused across calls, and it keeps one
+// split-K workspace per stream it launches on (launches on one stream share it in order).
 class GemmRunner {
  public:
   virtual ~GemmRunner() = default;
@@ -62,8 +63,9 @@ class GemmRunner {
   virtual const KernelRegistry& registry() const = 0;
   virtual std::string DeviceName() const = 0;
 
-  // Copies codes (groups x N x K/2) and raw scale bytes (groups x N x K/32) to the device. The
-  // layer runs on any runner of that device (runners differ only in their registries).
+  // Copies codes (groups x N x K/2) and raw scale bytes (groups x N x K/32) to the device and
+  // returns once they are there. The layer runs on any runner and stream of that device
+  // (runners differ only in their registries).
   virtual absl::StatusOr<std::unique_ptr<PreparedLayer>> Prepare(int groups, int n, int k,
                                                                 std::span<const uint8_t> packed_codes,
                                                                 std::span<const uint8_t> scale_bytes) = 0;
@@ -86,7 +88,9 @@ class GemmRunner {
                                     const RunRequest& request) = 0;
 
   // RunOnDevice's device buffers are the caller's; the device output is not poisoned. Run
-  // fills its device output with kRunnerOutputPoison before every launch.
+  // fills its device output with kRunnerOutputPoison before every launch. Launches on different
+  // streams may run at once (each stream has its own workspace); a graph captured from a launch
+  // keeps its stream's workspace, so it must not run beside other work of that stream.
   virtual absl::StatusOr<Route> RunOnDevice(const PreparedLayer& layer, const DeviceBatch& batch,
                                             const RunRequest& request) = 0;
 

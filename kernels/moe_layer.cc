@@ -7,6 +7,7 @@
 
 #include "fmt/core.h"
 #include "kernels/cuda_status.h"
+#include "kernels/device_buffer.h"
 #include "kernels/grouped_gemm_launch.h"
 #include "kernels/launch_plan.h"
 #include "kernels/moe_layer_kernels.h"
@@ -17,50 +18,22 @@
 namespace mxdiff {
 namespace {
 
-// One device allocation; Allocate replaces it (only outside a captured graph's life).
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { cudaFree(data_); }
-
-  absl::Status Allocate(size_t bytes, std::string_view what) {
-    cudaFree(data_);
-    data_ = nullptr;
-    bytes_ = 0;
-    bytes = std::max<size_t>(bytes, 16);
-    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data_, bytes), fmt::format("cudaMalloc of {} bytes for {}", bytes, what)));
-    bytes_ = bytes;
-    return absl::OkStatus();
-  }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
-
 struct GemmState {
   int n = 0;
   int k = 0;
   size_t codes_per_expert = 0;
   size_t scales_per_expert = 0;
-  Buffer codes;
-  Buffer scales[kTransformCount];  // prepared for the ordinary and the folded transform
+  DeviceBuffer codes;
+  DeviceBuffer scales[kTransformCount];  // prepared for the ordinary and the folded transform
   std::vector<LayerAdmission> experts;
   LayerAdmission layer;
   // Of the last capture:
   Tactic tactic;
   int capacity = 0;
   LaunchPlan plan;
-  Buffer tile_map;
-  Buffer semaphores;
-  Buffer partials;
+  DeviceBuffer tile_map;
+  DeviceBuffer semaphores;
+  DeviceBuffer partials;
 };
 
 bool SameRoute(const Route& a, const Route& b) {
@@ -103,7 +76,7 @@ class CudaMoeLayer final : public MoeLayer {
     const size_t rows = size_t(max_rows_), hidden = size_t(s.hidden), inter = size_t(s.intermediate);
     const size_t groups = size_t(s.groups());
     struct Allocation {
-      Buffer* buffer;
+      DeviceBuffer* buffer;
       size_t bytes;
       const char* what;
     };
@@ -121,21 +94,17 @@ class CudaMoeLayer final : public MoeLayer {
                                 Allocation{&w2_out_, rows * hidden * 2, "W2 output"},
                                 Allocation{&output_, tokens * hidden * 2, "layer output"}}) {
       MXDIFF_RETURN_IF_ERROR(a.buffer->Allocate(a.bytes, a.what));
-      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemset(a.buffer->as<void>(), 0, a.buffer->bytes()), "clear"));
+      MXDIFF_RETURN_IF_ERROR(a.buffer->Fill(0, stream_, "clear"));
     }
     // Weights: zero codes, raw scale 127 (2^0, admitted) for every expert.
     for (GemmState& gemm : gemm_) {
       MXDIFF_RETURN_IF_ERROR(gemm.codes.Allocate(groups * gemm.codes_per_expert, "weight codes"));
-      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemset(gemm.codes.as<void>(), 0, gemm.codes.bytes()), "clear codes"));
+      MXDIFF_RETURN_IF_ERROR(gemm.codes.Fill(0, stream_, "clear codes"));
       for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
-        Buffer& scales = gemm.scales[int(transform)];
+        DeviceBuffer& scales = gemm.scales[int(transform)];
         MXDIFF_RETURN_IF_ERROR(scales.Allocate(groups * gemm.scales_per_expert * sizeof(uint16_t), "prepared scales"));
-        const std::vector<uint16_t> one(gemm.scales_per_expert, prepared_scale(transform, 127));
-        for (size_t g = 0; g < groups; ++g) {
-          MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(scales.as<uint16_t>() + g * gemm.scales_per_expert, one.data(),
-                                              one.size() * sizeof(uint16_t), cudaMemcpyHostToDevice),
-                                   "copy scales"));
-        }
+        const std::vector<uint16_t> every(groups * gemm.scales_per_expert, prepared_scale(transform, 127));
+        MXDIFF_RETURN_IF_ERROR(scales.Upload(std::span<const uint16_t>(every), stream_, "copy scales"));
       }
     }
     return CudaStatus(ConfigureMoeRoute(MoeRouteSharedBytes(s.groups(), config_.max_tokens, s.top_k, max_rows_)),
@@ -161,17 +130,14 @@ class CudaMoeLayer final : public MoeLayer {
     }
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(config_.device), "cudaSetDevice"));
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "wait for the layer"));
-    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(gemm.codes.as<uint8_t>() + first_expert * gemm.codes_per_expert,
-                                             codes.data(), codes.size(), cudaMemcpyHostToDevice, stream_),
-                             "copy codes"));
+    MXDIFF_RETURN_IF_ERROR(
+        gemm.codes.Upload(codes.data(), codes.size(), first_expert * gemm.codes_per_expert, stream_, "copy codes"));
     std::vector<uint16_t> prepared(scale_bytes.size());
     for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
       PrepareLayerScales(transform, scale_bytes, prepared);
-      MXDIFF_RETURN_IF_ERROR(CudaStatus(
-          cudaMemcpyAsync(gemm.scales[int(transform)].as<uint16_t>() + first_expert * gemm.scales_per_expert,
-                          prepared.data(), prepared.size() * sizeof(uint16_t), cudaMemcpyHostToDevice, stream_),
-          "copy scales"));
-      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "copy scales"));
+      MXDIFF_RETURN_IF_ERROR(gemm.scales[int(transform)].Upload(prepared.data(), prepared.size() * sizeof(uint16_t),
+                                                               first_expert * gemm.scales_per_expert * sizeof(uint16_t),
+                                                               stream_, "copy scales"));
     }
     for (size_t e = 0; e < count; ++e) {
       gemm.experts[first_expert + e] =
@@ -246,7 +212,7 @@ class CudaMoeLayer final : public MoeLayer {
         MXDIFF_RETURN_IF_ERROR(gemm.partials.Allocate(plan->partial_bytes, "split-K partials"));
       }
       if (plan->splits > 1) {  // semaphores start at zero; every completed launch leaves them so
-        MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemset(gemm.semaphores.as<void>(), 0, gemm.semaphores.bytes()), "clear semaphores"));
+        MXDIFF_RETURN_IF_ERROR(gemm.semaphores.Fill(0, stream_, "clear semaphores"));
       }
       gemm.tactic = route[g]->tactic;
       gemm.capacity = capacity;
@@ -271,7 +237,7 @@ class CudaMoeLayer final : public MoeLayer {
     MXDIFF_RETURN_IF_ERROR(Read(header_, &header, sizeof header));
     out.tokens = header.tokens;
     out.rows = header.rows;
-    auto read = [&](auto& vector, const Buffer& buffer, size_t count) {
+    auto read = [&](auto& vector, const DeviceBuffer& buffer, size_t count) {
       vector.resize(count);
       return Read(buffer, vector.data(), count * sizeof(vector[0]));
     };
@@ -299,9 +265,8 @@ class CudaMoeLayer final : public MoeLayer {
   }
 
  private:
-  absl::Status Read(const Buffer& buffer, void* host, size_t bytes) {
-    if (bytes == 0) return absl::OkStatus();
-    return CudaStatus(cudaMemcpy(host, buffer.as<void>(), bytes, cudaMemcpyDeviceToHost), "read back");
+  absl::Status Read(const DeviceBuffer& buffer, void* host, size_t bytes) {
+    return buffer.Download(host, bytes, 0, stream_, "read back");
   }
 
   absl::Status Instantiate() {
@@ -322,7 +287,7 @@ class CudaMoeLayer final : public MoeLayer {
   absl::Status Enqueue(cudaStream_t stream, unsigned mask) {
     const MoeShape& s = config_.shape;
     if (config_.poison_stages && mask == kMoeStageAll) {
-      for (Buffer* buffer : {&header_, &row_offsets_, &row_token_, &entry_row_, &gemm_[0].tile_map,
+      for (DeviceBuffer* buffer : {&header_, &row_offsets_, &row_token_, &entry_row_, &gemm_[0].tile_map,
                              &gemm_[1].tile_map, &gathered_, &w13_out_, &activated_, &w2_out_, &output_}) {
         MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(buffer->as<void>(), 0xFF, buffer->bytes(), stream), "poison"));
       }
@@ -417,7 +382,7 @@ class CudaMoeLayer final : public MoeLayer {
 
   // `row_source`, `tile_routing`, `record`: see KernelLaunch.
   absl::Status LaunchGemm(int g, const Route& route, const uint16_t* input, const int32_t* row_source,
-                          const TileRouting& tile_routing, uint16_t* record, const Buffer& output, cudaStream_t stream) {
+                          const TileRouting& tile_routing, uint16_t* record, const DeviceBuffer& output, cudaStream_t stream) {
     GemmState& gemm = gemm_[g];
     const absl::Status status = LaunchPlannedGroupedGemm(
         DeviceGemmArgs{.transform = route.variant,
@@ -502,9 +467,9 @@ class CudaMoeLayer final : public MoeLayer {
   bool dependent_launch_ = false;
   cudaStream_t stream_ = nullptr;
   MoeDeviceHeader* host_header_ = nullptr;
-  Buffer tokens_, expert_ids_, weights_, activations_;
-  Buffer header_, row_offsets_, row_token_, entry_row_;
-  Buffer gathered_, w13_out_, activated_, w2_out_, output_;
+  DeviceBuffer tokens_, expert_ids_, weights_, activations_;
+  DeviceBuffer header_, row_offsets_, row_token_, entry_row_;
+  DeviceBuffer gathered_, w13_out_, activated_, w2_out_, output_;
   GemmState gemm_[2];
   std::optional<MoeLayerRequest> request_;
   MoeLayerRoutes routes_;

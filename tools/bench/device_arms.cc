@@ -11,6 +11,7 @@
 #include "fuzz/case_format.h"
 #include "fuzz/modules/external_module.h"
 #include "kernels/cuda_status.h"
+#include "kernels/device_buffer.h"
 #include "reference/status_macros.h"
 #include "tools/bench/bit_compare.h"
 
@@ -311,12 +312,12 @@ absl::StatusOr<std::unique_ptr<LayerSets>> LayerSets::Create(GemmRunner& runner,
       DeviceMemory::Allocate(sets->activations_.size() * sizeof(uint16_t), "activations");
   if (!activations.ok()) return activations.status();
   sets->device_activations_ = *std::move(activations);
-  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(sets->device_offsets_.get(), sets->row_offsets_.data(),
-                                        sets->row_offsets_.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
-                             "copy row offsets"));
-  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(sets->device_activations_.get(), sets->activations_.data(),
-                                        sets->activations_.size() * sizeof(uint16_t), cudaMemcpyHostToDevice),
-                             "copy activations"));
+  // Complete before return: the arms launch on non-blocking streams, which do not wait for the null stream.
+  MXDIFF_RETURN_IF_ERROR(CopyToDeviceAndWait(sets->device_offsets_.get(), sets->row_offsets_.data(),
+                                             sets->row_offsets_.size() * sizeof(int32_t), nullptr, "copy row offsets"));
+  MXDIFF_RETURN_IF_ERROR(CopyToDeviceAndWait(sets->device_activations_.get(), sets->activations_.data(),
+                                             sets->activations_.size() * sizeof(uint16_t), nullptr,
+                                             "copy activations"));
   return sets;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU machine, in one go: the kernel GPU tests, compute-sanitizer (memcheck, racecheck,
-# initcheck, synccheck) over the kernel tests, `mxdiff calibrate`, and the benchmark. Logs go to
-# $OUT (or ./gpu-suite-out); a summary is printed last. Exit status: 0 when every step passed.
+# On the GPU machine, in one go: the kernel GPU tests, the multi-process stress (stress.sh),
+# compute-sanitizer (memcheck, racecheck, initcheck, synccheck) over the kernel tests, `mxdiff
+# calibrate`, and the benchmark. Logs go to $OUT (or ./gpu-suite-out); a summary is printed last.
+# Exit status: 0 when every step passed.
 #
 #   tools/gpu/run_gpu_suite.sh [BUILD_DIR]     (default build-kern)
 #
@@ -50,6 +51,10 @@ for binary in "$tests" "$benchmark" "$mxdiff"; do
 done
 
 step "gpu tests" "$out/gpu_tests.log" 120 "$tests"
+# Several processes on the GPU, each launching right after Prepare on several streams.
+[ -x "$build/tests/kernels/prepare_stress" ] &&
+  step "stress" "$out/stress.log" $((${MXDIFF_STRESS_SECONDS:-60} + 120)) tools/gpu/stress.sh "$build" \
+    "${MXDIFF_STRESS_SECONDS:-60}" "${MXDIFF_STRESS_PROCESSES:-4}"
 step "calibrate" "$out/calibrate.log" 45 "$mxdiff" calibrate --expect=sm90-emulated --warps=1024 --steps=8
 step "calibrate --write" "$out/calibrate.log" 20 "$mxdiff" calibrate --warps=32 --steps=4 \
   --write="$out/calibrate_vectors.csv"
@@ -118,6 +123,7 @@ fi
   echo "--- tests"
   grep -E '^\[(==========|  PASSED  |  FAILED  |  SKIPPED )\]' "$out/gpu_tests.log" | tail -25
   grep -E -m 20 'Failure|differ|error' "$out/gpu_tests.log"
+  [ -f "$out/stress.log" ] && { echo "--- stress"; grep -E '^stress.sh:' "$out/stress.log"; }
   echo "--- sanitizers"
   grep -E '=== |ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer.log"
   echo "--- calibrate"
