@@ -27,6 +27,32 @@ absl::Status WriteFile(const std::string& path, std::span<const uint8_t> bytes) 
 
 }  // namespace
 
+void InputHistory::Push(std::span<const uint8_t> input) {
+  if (inputs_.size() == kInputs) {
+    std::vector<uint8_t> oldest = std::move(inputs_.front());
+    inputs_.pop_front();
+    oldest.assign(input.begin(), input.end());  // its buffer reused
+    inputs_.push_back(std::move(oldest));
+    return;
+  }
+  inputs_.emplace_back(input.begin(), input.end());
+}
+
+Finding ConfirmInFreshState(const Finding& first, const std::function<CheckResult()>& again) {
+  const CheckResult second = again();
+  if (second && second->signature == first.signature) {
+    return Finding{first.signature, first.description + "\n(found again when the input ran a second time, in a "
+                                                        "fresh state)"};
+  }
+  return Finding{
+      fmt::format("flaky/{}", first.signature),
+      fmt::format("the first run found {}:\n  {}\nthe same input again, in a fresh state, {}", first.signature,
+                  first.description,
+                  second ? fmt::format("found {} instead:\n  {}", second->signature, second->description)
+                         : std::string("found nothing: the first result did not reproduce (a race, a device or "
+                                       "cache state the earlier inputs left; replay the sequence)"))};
+}
+
 std::string FindingsDirectory() {
   const char* dir = std::getenv("MXDIFF_FINDINGS_DIR");
   return dir != nullptr && *dir != '\0' ? dir : "mxdiff-findings";
@@ -43,7 +69,7 @@ std::string SignatureStem(std::string_view signature) {
 }
 
 absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<const uint8_t> input,
-                                         const Finding& finding) {
+                                         const Finding& finding, const InputHistory* history) {
   const std::string dir = FindingsDirectory();
   std::error_code error;
   std::filesystem::create_directories(dir, error);
@@ -52,16 +78,33 @@ absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<cons
       fmt::format("{}/{}.{}.{:016x}", dir, target, SignatureStem(finding.signature), Fnv1a64(input));
   absl::Status status = WriteFile(base + ".case", input);
   if (!status.ok()) return status;
-  const std::string text = fmt::format("signature: {}\ntarget: {}\ninput: {}.case\nrepro: repro {}.case\n\n{}\n",
-                                       finding.signature, target, base, base, finding.description);
+  std::string sequence;
+  if (history != nullptr && !history->inputs().empty()) {
+    const std::string folder = base + ".sequence";
+    std::filesystem::create_directories(folder, error);
+    if (error) return absl::UnavailableError(fmt::format("cannot create {}: {}", folder, error.message()));
+    size_t index = 0;
+    for (const std::vector<uint8_t>& earlier : history->inputs()) {
+      status = WriteFile(fmt::format("{}/{:03}.case", folder, index++), earlier);
+      if (!status.ok()) return status;
+    }
+    status = WriteFile(fmt::format("{}/{:03}.case", folder, index), input);
+    if (!status.ok()) return status;
+    sequence = fmt::format("sequence: {} ({} inputs this worker ran before it, then it)\n"
+                           "repro-sequence: repro --sequence {}\n",
+                           folder, index, folder);
+  }
+  const std::string text = fmt::format("signature: {}\ntarget: {}\ninput: {}.case\nrepro: repro {}.case\n{}\n{}\n",
+                                       finding.signature, target, base, base, sequence, finding.description);
   status = WriteFile(base + ".txt", std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()),
                                                              text.size()));
   if (!status.ok()) return status;
   return base + ".case";
 }
 
-void ReportFindingAndAbort(std::string_view target, std::span<const uint8_t> input, const Finding& finding) {
-  absl::StatusOr<std::string> path = WriteFinding(target, input, finding);
+void ReportFindingAndAbort(std::string_view target, std::span<const uint8_t> input, const Finding& finding,
+                           const InputHistory* history) {
+  absl::StatusOr<std::string> path = WriteFinding(target, input, finding, history);
   fmt::print(stderr, "\n==mxdiff== FINDING {}\n==mxdiff== target: {}\n==mxdiff== saved: {}\n{}\n",
              finding.signature, target, path.ok() ? *path : std::string(path.status().message()),
              finding.description);

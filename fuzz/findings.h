@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -20,6 +23,24 @@ struct Finding {
 
 using CheckResult = std::optional<Finding>;
 
+// The inputs a worker ran last, oldest first, so that a finding that needs what ran before it (a
+// device state, a cache) can be replayed in order: `repro --sequence DIR`, or the target over
+// DIR's files (libFuzzer and the replay binaries run named files in order).
+class InputHistory {
+ public:
+  static constexpr size_t kInputs = 32;
+  void Push(std::span<const uint8_t> input);
+  const std::deque<std::vector<uint8_t>>& inputs() const { return inputs_; }
+
+ private:
+  std::deque<std::vector<uint8_t>> inputs_;
+};
+
+// A finding confirmed by running its input again in a fresh state (`again`: no cached decode,
+// device layer or reference). The same signature again: the finding, saying so. Otherwise
+// flaky/<signature>, with both results: a result is only worth the bits under it.
+Finding ConfirmInFreshState(const Finding& first, const std::function<CheckResult()>& again);
+
 // Directory from MXDIFF_FINDINGS_DIR, else "mxdiff-findings" in the working directory.
 std::string FindingsDirectory();
 
@@ -27,12 +48,13 @@ std::string FindingsDirectory();
 std::string SignatureStem(std::string_view signature);
 
 // Writes <dir>/<target>.<stem>.<fnv64 of input>.case and the matching .txt (signature,
-// description, repro command). Returns the .case path.
+// description, repro command) and, given a history, <...>.sequence/NNN.case: those inputs in the
+// order they ran, ending with this one. Returns the .case path.
 absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<const uint8_t> input,
-                                         const Finding& finding);
+                                         const Finding& finding, const InputHistory* history = nullptr);
 
 // Writes the finding, prints it to stderr, then aborts (libFuzzer saves its crash artifact).
 [[noreturn]] void ReportFindingAndAbort(std::string_view target, std::span<const uint8_t> input,
-                                        const Finding& finding);
+                                        const Finding& finding, const InputHistory* history = nullptr);
 
 }  // namespace mxdiff::fuzz

@@ -35,17 +35,21 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   differential = std::make_unique<mxdiff::fuzz::GemmDifferential>(std::move(loaded->modules));
   for (const mxdiff::fuzz::FuzzCase& known : mxdiff::fuzz::KnownCases()) {
     if (mxdiff::fuzz::CheckResult finding = differential->CheckCase(known)) {
+      const mxdiff::fuzz::Finding confirmed = mxdiff::fuzz::ConfirmInFreshState(*finding, [&] {
+        differential->ForgetState();
+        return differential->CheckCase(known);
+      });
       absl::StatusOr<std::vector<uint8_t>> bytes = mxdiff::fuzz::EncodeCase(known);
-      mxdiff::fuzz::ReportFindingAndAbort("fuzz_gemm", bytes.ok() ? *bytes : std::vector<uint8_t>{}, *finding);
+      mxdiff::fuzz::ReportFindingAndAbort("fuzz_gemm", bytes.ok() ? *bytes : std::vector<uint8_t>{}, confirmed);
     }
   }
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return mxdiff::fuzz::RunFuzzInput("fuzz_gemm", data, size, [](const mxdiff::fuzz::FuzzCase& c) {
-    return differential->CheckCase(c);
-  });
+  return mxdiff::fuzz::RunFuzzInput(
+      "fuzz_gemm", data, size, [](const mxdiff::fuzz::FuzzCase& c) { return differential->CheckCase(c); },
+      [] { differential->ForgetState(); });
 }
 
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {

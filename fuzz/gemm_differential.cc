@@ -275,6 +275,11 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   return evaluation;
 }
 
+void GemmDifferential::ForgetState() {
+  reference_cache_.clear();
+  for (const std::unique_ptr<GemmModule>& module : modules_) module->ForgetState();
+}
+
 CheckResult GemmDifferential::CheckCase(const FuzzCase& c) {
   const CaseEvaluation evaluation = Evaluate(c);
   const CheckVerdict* first = evaluation.FirstFinding();

@@ -64,6 +64,8 @@ class GemmDifferential {
   // Runs the checks, stopping at the first finding.
   CaseEvaluation Evaluate(const FuzzCase& fuzz_case);
   CheckResult CheckCase(const FuzzCase& fuzz_case);
+  // Every module's state across cases dropped (GemmModule::ForgetState).
+  void ForgetState();
 
   const std::vector<std::unique_ptr<GemmModule>>& modules() const { return modules_; }
   // Cases in which at least one module ran, and module runs skipped as unsupported.

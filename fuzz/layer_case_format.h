@@ -22,7 +22,7 @@ inline constexpr uint8_t kLayerCaseVersion = 1;
 inline constexpr int kLayerMaxHidden = 256;
 inline constexpr int kLayerMaxIntermediate = 128;
 inline constexpr int kLayerMaxExperts = 16;
-inline constexpr int kLayerMaxTopK = 8;
+inline constexpr int kLayerMaxTopK = kMaxMoeTopK;  // the layer's whole range
 inline constexpr int kLayerMaxTokens = 8;
 inline constexpr int kLayerMaxCapacity = 64;  // M tiles; 0 = the worst routing of max_tokens
 inline constexpr int kLayerMaxReplays = 8;

@@ -110,7 +110,7 @@ void RandomShape(CaseRng& rng, LayerCase& c, const LayerProfile& p) {
   c.shape.hidden = 32 * Uniform(rng, 1, p.max_hidden / 32);
   c.shape.intermediate = 32 * Uniform(rng, 1, p.max_intermediate / 32);
   c.shape.experts = Uniform(rng, 1, p.max_experts);
-  c.shape.top_k = Uniform(rng, 1, p.max_top_k);
+  c.shape.top_k = Uniform(rng, 1, OneIn(rng, 8) ? kLayerMaxTopK : p.max_top_k);
   c.shape.shared_expert = !OneIn(rng, 4);
   c.max_tokens = Uniform(rng, 1, p.max_tokens);
   ResizeLayerCase(c);

@@ -17,7 +17,7 @@ struct LayerProfile {
   int max_hidden = 128;
   int max_intermediate = 64;
   int max_experts = 8;
-  int max_top_k = 6;
+  int max_top_k = 6;  // one shape in eight draws from the format's whole range instead
   int max_tokens = 4;
   int max_replays = 4;
 };

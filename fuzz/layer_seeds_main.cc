@@ -138,6 +138,22 @@ int main(int argc, char** argv) {
       emit(fmt::format("tactic-{}x{}x{}-s{}", t.cta_m, t.cta_n, t.cta_k, t.splits), c);
     }
   }
+  {  // W2's tactic apart from W13's, and an expert of 16 rows (named twice by 8 tokens): two W2 tiles
+    LayerCase c = Base(8, 1);
+    for (int t = 0; t < 8; ++t) c.replays[0].expert_ids[size_t(t) * 6] = c.replays[0].expert_ids[size_t(t) * 6 + 1] = 0;
+    c.w13_tactic = Tactic{64, 128, 32, 1, 0};
+    c.w2_tactic = Tactic{8, 128, 64, 2, 1};
+    emit("w2-tactic-apart-two-w2-tiles", c);
+  }
+  {  // top_k at the layer's limit: every token fills 32 slots over 8 experts
+    LayerCase c = Base(3, 1);
+    c.shape.top_k = kLayerMaxTopK;
+    ResizeLayerCase(c);
+    LayerReplay& x = c.replays[0];
+    for (size_t i = 0; i < x.expert_ids.size(); ++i) x.expert_ids[i] = int32_t((i * 3 + Next() % 2) % 8);
+    for (float& w : x.weights) w = float(1 + Next() % 100) / 3200.0f;
+    emit(fmt::format("top-k-{}", kLayerMaxTopK), c);
+  }
   fmt::print("wrote {} layer cases into {}\n", written, dir.string());
   return 0;
 }

@@ -29,6 +29,8 @@ class LayerDifferential {
   explicit LayerDifferential(bool use_device);
 
   CheckResult CheckCase(const LayerCase& c);
+  // The device layer dropped: the next case creates and captures a new one.
+  void ForgetState() { layer_.reset(); }
 
   bool device_available() const { return device_.ok(); }
   const absl::StatusOr<LayerDevice>& device() const { return device_; }

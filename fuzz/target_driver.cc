@@ -1,5 +1,7 @@
 #include "fuzz/target_driver.h"
 
+#include <cstdlib>
+#include <optional>
 #include <span>
 
 #include "fuzz/case_format.h"
@@ -9,13 +11,42 @@ extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size) 
 
 namespace mxdiff::fuzz {
 
-int RunFuzzInput(std::string_view target, const uint8_t* data, size_t size, const CaseCheck& check) {
-  const std::span<const uint8_t> input(data, size);
-  static thread_local FuzzCase fuzz_case;  // buffers reused across inputs
-  static thread_local MaterializationMemo memo;  // and their generated contents
-  if (!DecodeCaseInto(input, fuzz_case, Materialize::kYes, &memo).ok()) return -1;
-  if (CheckResult finding = check(fuzz_case)) ReportFindingAndAbort(target, input, *finding);
+int CheckFuzzInput(std::string_view target, std::span<const uint8_t> input,
+                   const std::function<std::optional<CheckResult>(bool fresh)>& check) {
+  static InputHistory history;  // before this input, so a finding's sequence ends with it
+  const std::optional<CheckResult> result = check(/*fresh=*/false);
+  if (!result) return -1;
+  if (*result) {
+    const Finding confirmed = ConfirmInFreshState(**result, [&] { return check(/*fresh=*/true).value_or(std::nullopt); });
+    ReportFindingAndAbort(target, input, confirmed, &history);
+  }
+  history.Push(input);
   return 0;
+}
+
+int RunFuzzInput(std::string_view target, const uint8_t* data, size_t size, const CaseCheck& check,
+                 const std::function<void()>& forget_state) {
+  return CheckFuzzInput(target, std::span<const uint8_t>(data, size), [&](bool fresh) -> std::optional<CheckResult> {
+    static thread_local FuzzCase fuzz_case;        // buffers reused across inputs
+    static thread_local MaterializationMemo memo;  // and their generated contents
+    if (fresh) {
+      if (forget_state) forget_state();
+      FuzzCase decoded;
+      if (!DecodeCaseInto(std::span<const uint8_t>(data, size), decoded, Materialize::kYes, nullptr).ok()) {
+        return std::nullopt;
+      }
+      return check(decoded);
+    }
+    if (!DecodeCaseInto(std::span<const uint8_t>(data, size), fuzz_case, Materialize::kYes, &memo).ok()) {
+      return std::nullopt;
+    }
+    return check(fuzz_case);
+  });
+}
+
+bool GpuRequired() {
+  const char* value = std::getenv("MXDIFF_REQUIRE_GPU");
+  return value != nullptr && std::string_view(value) == "1";
 }
 
 size_t MutateFuzzInput(uint8_t* data, size_t size, size_t max_size, unsigned seed, const MutationProfile& profile) {

@@ -1,11 +1,15 @@
 // What every fuzz target's LLVMFuzzerTestOneInput / LLVMFuzzerCustomMutator does, in one
 // place: decode (a rejected input returns -1 so libFuzzer keeps it out of the corpus), run the
-// target's check, write and abort on a finding; mutate structurally within the target's profile.
+// target's check; on a finding run it again in a fresh state (ConfirmInFreshState), write it
+// with the inputs the worker ran before it, and abort; mutate structurally within the target's
+// profile.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string_view>
 
 #include "fuzz/case_mutator.h"
@@ -15,7 +19,18 @@ namespace mxdiff::fuzz {
 
 using CaseCheck = std::function<CheckResult(const FuzzCase&)>;
 
-int RunFuzzInput(std::string_view target, const uint8_t* data, size_t size, const CaseCheck& check);
+// `check(fresh)` decodes and checks the input: nullopt when it is not a case; `fresh`: from a
+// clean state (the target drops what it caches across inputs first). Returns libFuzzer's -1 or 0.
+int CheckFuzzInput(std::string_view target, std::span<const uint8_t> input,
+                   const std::function<std::optional<CheckResult>(bool fresh)>& check);
+
+// CheckFuzzInput for the targets of the case format; `forget_state` drops the target's own caches.
+int RunFuzzInput(std::string_view target, const uint8_t* data, size_t size, const CaseCheck& check,
+                 const std::function<void()>& forget_state = {});
+
+// MXDIFF_REQUIRE_GPU=1, which the campaign sets where `nvidia-smi -L` lists a GPU: a GPU target
+// that cannot use the device then stops before fuzzing instead of checking its CPU side only.
+bool GpuRequired();
 
 size_t MutateFuzzInput(uint8_t* data, size_t size, size_t max_size, unsigned seed, const MutationProfile& profile);
 

@@ -48,6 +48,10 @@ class GemmModule {
 
   // After each case: device health (a sticky CUDA error becomes a finding here).
   virtual absl::Status CheckHealth() { return absl::OkStatus(); }
+
+  // Drops what the module keeps across cases (a prepared device layer), so that the next case
+  // runs as in a fresh process: a finding is confirmed so before it is reported.
+  virtual void ForgetState() {}
 };
 
 }  // namespace mxdiff::fuzz

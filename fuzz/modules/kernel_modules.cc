@@ -24,6 +24,7 @@ class KernelSession {
     prepared_ = WeightsKey::Of(c);
     return layer_.get();
   }
+  void Forget() { layer_.reset(); }
 
  private:
   // What decides a layer's weights: the shape, and per tensor its recipe (a 570 MB layer is a
@@ -100,6 +101,7 @@ class KernelModule final : public GemmModule {
   }
 
   absl::Status CheckHealth() override { return runner_->CheckDevice(); }
+  void ForgetState() override { session_->Forget(); }
 
  private:
   // The ordinary module always asks for ordinary; the folded module asks for what the case

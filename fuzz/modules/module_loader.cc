@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "fuzz/modules/external_module.h"
+#include "fuzz/target_driver.h"
 
 namespace mxdiff::fuzz {
 namespace {
@@ -61,6 +62,9 @@ absl::StatusOr<LoadedModules> LoadModules(const ModuleSelection& selection) {
   absl::StatusOr<LoadedModules> builtin = LoadBuiltinModules();
   if (builtin.ok()) {
     loaded = *std::move(builtin);
+  } else if (builtin.status().code() == absl::StatusCode::kUnavailable && GpuRequired()) {
+    return absl::FailedPreconditionError(
+        fmt::format("MXDIFF_REQUIRE_GPU=1 (a GPU is present) but {}", std::string(builtin.status().message())));
   } else if (builtin.status().code() == absl::StatusCode::kUnavailable) {
     loaded.report = fmt::format("no builtin kernel modules: {}\n", std::string(builtin.status().message()));
   } else {

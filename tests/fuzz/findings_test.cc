@@ -6,6 +6,9 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "fuzz/case_format.h"
+#include "fuzz/known_cases.h"
+#include "fuzz/target_driver.h"
 #include "gtest/gtest.h"
 
 namespace mxdiff::fuzz {
@@ -58,6 +61,92 @@ TEST_F(FindingsTest, TheFindingIsOnDiskBeforeTheAbort) {
     found |= entry.path().extension() == ".case" && ReadText(entry.path()) == std::string("\x09\x09", 2);
   }
   EXPECT_TRUE(found) << "no .case file in " << dir_;
+}
+
+TEST(ConfirmInFreshStateTest, AFindingThatComesBackKeepsItsSignature) {
+  const Finding confirmed =
+      ConfirmInFreshState(Finding{"mismatch/ordinary/8x128x64/s2/a=0", "element [0][1]"},
+                          [] { return CheckResult(Finding{"mismatch/ordinary/8x128x64/s2/a=0", "element [0][1]"}); });
+  EXPECT_EQ(confirmed.signature, "mismatch/ordinary/8x128x64/s2/a=0");
+  EXPECT_NE(confirmed.description.find("element [0][1]"), std::string::npos) << confirmed.description;
+  EXPECT_NE(confirmed.description.find("found again"), std::string::npos) << confirmed.description;
+}
+
+TEST(ConfirmInFreshStateTest, AFindingThatDoesNotComeBackIsFlakyWithBothResults) {
+  const Finding gone = ConfirmInFreshState(Finding{"mismatch/ordinary/8x128x64/s2/a=0", "0x7fff, the reference 0xfc00"},
+                                           [] { return CheckResult(); });
+  EXPECT_EQ(gone.signature, "flaky/mismatch/ordinary/8x128x64/s2/a=0");
+  EXPECT_NE(gone.description.find("0x7fff, the reference 0xfc00"), std::string::npos) << gone.description;
+  EXPECT_NE(gone.description.find("found nothing"), std::string::npos) << gone.description;
+
+  const Finding other = ConfirmInFreshState(Finding{"mismatch/folded/16x128x32/s3/admitted", "first"},
+                                            [] { return CheckResult(Finding{"cuda-error/folded", "second"}); });
+  EXPECT_EQ(other.signature, "flaky/mismatch/folded/16x128x32/s3/admitted");
+  EXPECT_NE(other.description.find("found cuda-error/folded instead"), std::string::npos) << other.description;
+  EXPECT_NE(other.description.find("first"), std::string::npos);
+  EXPECT_NE(other.description.find("second"), std::string::npos);
+}
+
+TEST(InputHistoryTest, KeepsTheLastInputsOldestFirst) {
+  InputHistory history;
+  for (int i = 0; i < int(InputHistory::kInputs) + 5; ++i) history.Push(std::vector<uint8_t>(size_t(i % 7) + 1, uint8_t(i)));
+  ASSERT_EQ(history.inputs().size(), InputHistory::kInputs);
+  for (size_t i = 0; i < InputHistory::kInputs; ++i) {
+    const int pushed = int(i) + 5;
+    EXPECT_EQ(history.inputs()[i], std::vector<uint8_t>(size_t(pushed % 7) + 1, uint8_t(pushed))) << i;
+  }
+}
+
+TEST_F(FindingsTest, WritesTheSequenceThatLedToAFindingInOrderEndingWithIt) {
+  InputHistory history;
+  history.Push(std::vector<uint8_t>{1});
+  history.Push(std::vector<uint8_t>{2, 2});
+  const std::vector<uint8_t> input = {3, 3, 3};
+  absl::StatusOr<std::string> path = WriteFinding("fuzz_x", input, Finding{"flaky/x", "d"}, &history);
+  ASSERT_TRUE(path.ok()) << path.status();
+  const std::string base = path->substr(0, path->size() - 5);
+  EXPECT_EQ(ReadText(base + ".sequence/000.case"), std::string("\x01", 1));
+  EXPECT_EQ(ReadText(base + ".sequence/001.case"), std::string("\x02\x02", 2));
+  EXPECT_EQ(ReadText(base + ".sequence/002.case"), std::string("\x03\x03\x03", 3));
+  EXPECT_FALSE(std::filesystem::exists(base + ".sequence/003.case"));
+  const std::string text = ReadText(base + ".txt");
+  EXPECT_NE(text.find("repro-sequence: repro --sequence " + base + ".sequence"), std::string::npos) << text;
+}
+
+// The driver end to end: a check that finds something only while a state it keeps is set (a
+// stale device layer, say) reports flaky/..., and the inputs before it are on disk.
+TEST_F(FindingsTest, TheDriverReportsAFindingThatAFreshStateDoesNotReproduceAsFlaky) {
+  std::vector<std::vector<uint8_t>> inputs;
+  for (const FuzzCase& known : KnownCases()) {
+    absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(known);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    inputs.push_back(*bytes);
+    if (inputs.size() == 3) break;
+  }
+  ASSERT_EQ(inputs.size(), 3u);
+  EXPECT_DEATH(
+      {
+        int seen = 0;
+        bool stale = true;
+        for (const std::vector<uint8_t>& input : inputs) {
+          RunFuzzInput(
+              "fuzz_x", input.data(), input.size(),
+              [&](const FuzzCase&) {
+                return ++seen == 3 && stale ? CheckResult(Finding{"mismatch/ordinary/x", "stale bits"})
+                                            : CheckResult();
+              },
+              [&] { stale = false; });
+        }
+      },
+      "FINDING flaky/mismatch/ordinary/x");
+  size_t sequences = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.path().extension() != ".sequence") continue;
+    ++sequences;
+    EXPECT_EQ(ReadText(entry.path() / "000.case"), std::string(inputs[0].begin(), inputs[0].end()));
+    EXPECT_EQ(ReadText(entry.path() / "002.case"), std::string(inputs[2].begin(), inputs[2].end()));
+  }
+  EXPECT_EQ(sequences, 1u);
 }
 
 }  // namespace

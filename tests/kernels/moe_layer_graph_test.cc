@@ -165,8 +165,10 @@ class MoeLayerGraphTest : public GpuTest {
 TEST_F(MoeLayerGraphTest, DynamicReplaysPP2xTP4) { DynamicReplays("PP2xTP4 (W13 K4096 N1024, W2 K512 N4096)", 512); }
 TEST_F(MoeLayerGraphTest, DynamicReplaysTP8) { DynamicReplays("TP8 (W13 K4096 N512, W2 K256 N4096)", 256); }
 
-// Every builtin CTA shape and split counts, both variants; the graph, eager launches and the
-// reference agree; decode (1 token) and a few tokens; with and without the shared expert; with
+// Every builtin CTA shape and split counts, both variants, W2's tactic drawn apart from W13's
+// (another CTA shape and split count: W2's tile map must follow W2's own cta_m); the graph, eager
+// launches and the reference agree; decode (1 token), a few tokens, and ten tokens on the same
+// experts (groups of more rows than W2's smallest cta_m); with and without the shared expert; with
 // dependent launches (the default where the device has them) and plain ones; W13 routing itself
 // (the default at these sizes), W13 gathering through the routing kernel's schedule, and the
 // routing kernel gathering.
@@ -182,7 +184,7 @@ TEST_F(MoeLayerGraphTest, EveryTacticGraphEqualsEagerEqualsReference) {
     HostMoeWeights weights(shape);
     weights.Randomize(rng, 0, shape.groups());
     std::unique_ptr<MoeLayer> layer = CreateLayer(
-        MoeLayerConfig{.shape = shape, .max_tokens = 5, .poison_stages = true, .dependent_launch = dependent,
+        MoeLayerConfig{.shape = shape, .max_tokens = 10, .poison_stages = true, .dependent_launch = dependent,
                        .gather_in_w13 = gather_in_w13, .route_in_w13 = route_in_w13});
     ASSERT_NE(layer, nullptr);
     for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) ASSERT_TRUE(weights.Upload(*layer, gemm, 0, shape.groups()).ok());
@@ -190,14 +192,18 @@ TEST_F(MoeLayerGraphTest, EveryTacticGraphEqualsEagerEqualsReference) {
       for (int splits : {1, 3}) {
         for (TransformRequest transform : {TransformRequest::kOrdinary, TransformRequest::kFolded}) {
           const Tactic tactic{.cta_m = cta.m, .cta_n = cta.n, .cta_k = cta.k, .splits = splits, .swizzle = splits - 1};
+          const CtaShape& w2_cta = kCtaShapes[size_t(&cta - kCtaShapes + 1 + splits) % kCtaShapeCount];
+          const Tactic w2_tactic{.cta_m = w2_cta.m, .cta_n = w2_cta.n, .cta_k = w2_cta.k, .splits = 4 - splits,
+                                 .swizzle = splits % 2};
           const MoeLayerRequest request{.transform = transform, .policy = FallbackPolicy::kFailClosed,
-                                        .w13_tactic = tactic, .w2_tactic = tactic};
+                                        .w13_tactic = tactic, .w2_tactic = w2_tactic};
           absl::StatusOr<MoeLayerRoutes> routes = layer->Capture(request);
           ASSERT_TRUE(routes.ok()) << routes.status();
-          for (int tokens : {1, 2, 5}) {
-            const MoeInputs inputs = MakeInputs(rng, shape, tokens, RoutingKind((tokens + splits) % 4), 0.0);
-            SCOPED_TRACE(fmt::format("shared {} {} {} tokens {}", shared, TransformRequestName(transform),
-                                     TacticName(tactic), tokens));
+          for (int tokens : {1, 2, 5, 10}) {
+            const RoutingKind kind = tokens == 10 ? RoutingKind::kAllOnOne : RoutingKind((tokens + splits) % 4);
+            const MoeInputs inputs = MakeInputs(rng, shape, tokens, kind, 0.0);
+            SCOPED_TRACE(fmt::format("shared {} {} W13 {} W2 {} tokens {}", shared, TransformRequestName(transform),
+                                     TacticName(tactic), TacticName(w2_tactic), tokens));
             EXPECT_EQ(ReplayAndCompare(*layer, weights, inputs, /*graph=*/true), "");
             EXPECT_EQ(ReplayAndCompare(*layer, weights, inputs, /*graph=*/false), "");
           }
@@ -206,6 +212,30 @@ TEST_F(MoeLayerGraphTest, EveryTacticGraphEqualsEagerEqualsReference) {
     }
     // No tokens at all: nothing to compute, every stage buffer stays poisoned.
     EXPECT_EQ(ReplayAndCompare(*layer, weights, MakeInputs(rng, shape, 0, RoutingKind::kDistinct, 0.0), true), "");
+  }
+}
+
+// top_k at the layer's limit (kMaxMoeTopK slots per token), through the routing kernel (too many
+// entries for W13 to route itself) and its schedule: graph, eager and reference agree.
+TEST_F(MoeLayerGraphTest, TopKAtTheLimitGraphEqualsEagerEqualsReference) {
+  std::mt19937_64 seeder(TestSeed("MoeLayerGraphTest.TopKAtTheLimit"));
+  FastRng rng(seeder());
+  const MoeShape shape{.hidden = 128, .intermediate = 64, .experts = 64, .top_k = kMaxMoeTopK, .shared_expert = true};
+  HostMoeWeights weights(shape);
+  weights.Randomize(rng, 0, shape.groups());
+  std::unique_ptr<MoeLayer> layer = CreateLayer(MoeLayerConfig{.shape = shape, .max_tokens = 4, .poison_stages = true});
+  ASSERT_NE(layer, nullptr);
+  for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) ASSERT_TRUE(weights.Upload(*layer, gemm, 0, shape.groups()).ok());
+  for (TransformRequest transform : {TransformRequest::kOrdinary, TransformRequest::kAuto}) {
+    ASSERT_TRUE(layer->Capture({.transform = transform, .w2_tactic = Tactic{8, 128, 64, 2, 1}}).ok());
+    for (int tokens : {1, 4}) {
+      for (RoutingKind kind : {RoutingKind::kDistinct, RoutingKind::kRepeated, RoutingKind::kAllOnOne}) {
+        const MoeInputs inputs = MakeInputs(rng, shape, tokens, kind, 0.0);
+        SCOPED_TRACE(fmt::format("{} tokens {} routing {}", TransformRequestName(transform), tokens, int(kind)));
+        EXPECT_EQ(ReplayAndCompare(*layer, weights, inputs, /*graph=*/true), "");
+        EXPECT_EQ(ReplayAndCompare(*layer, weights, inputs, /*graph=*/false), "");
+      }
+    }
   }
 }
 
