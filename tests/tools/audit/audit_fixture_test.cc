@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
+#include <string_view>
 
 #include "fmt/core.h"
 #include "gtest/gtest.h"
@@ -32,12 +34,22 @@ const KernelLayer* FindLayer(const AuditResult& result, const std::string& name)
   return nullptr;
 }
 
-size_t FindScale(const AuditResult& result, const std::string& name) {
-  for (size_t s = 0; s < result.plan.scales.size(); ++s) {
+// Into plan.scales, only for a scale tensor that was scanned too (so scan.tensors[s] exists).
+std::optional<size_t> FindScale(const AuditResult& result, const std::string& name) {
+  for (size_t s = 0; s < result.plan.scales.size() && s < result.scan.tensors.size(); ++s) {
     if (result.plan.scales[s].name == name) return s;
   }
-  ADD_FAILURE() << "no scale tensor " << name;
-  return 0;
+  return std::nullopt;
+}
+
+// What a test looked for and did not find, with what the audit has instead: every lookup is
+// checked (ASSERT) before it is used, so a missing layer fails the test instead of crashing it.
+std::string Missing(const AuditResult& result, std::string_view what, const std::string& name) {
+  std::string text = fmt::format("no {} {} in the audit; it has {} kernel layers:", what, name, result.plan.layers.size());
+  for (const KernelLayer& layer : result.plan.layers) text += " " + layer.name;
+  text += fmt::format("; {} scale tensors, {} scanned; errors:", result.plan.scales.size(), result.scan.tensors.size());
+  for (const AuditError& error : result.errors) text += "\n  " + error.message;
+  return text;
 }
 
 ScaleHistogram HistogramOfJson(const json& bins) {
@@ -75,33 +87,39 @@ TEST(AuditFixture, DeepSeekVerdictsPerKernelLayer) {
   expected["layers.3.ffn.experts.W2"] = false;   // a scale shape that disagrees with its weight
   EXPECT_EQ(verdicts, expected);
   const KernelLayer* w13 = FindLayer(result, "layers.0.ffn.experts.W13");
-  ASSERT_NE(w13, nullptr);
+  ASSERT_NE(w13, nullptr) << Missing(result, "kernel layer", "layers.0.ffn.experts.W13");
   EXPECT_EQ(std::tuple(w13->groups, w13->n, w13->k), std::tuple(4, 128, 256));
   const KernelLayer* w2 = FindLayer(result, "layers.0.ffn.experts.W2");
-  ASSERT_NE(w2, nullptr);
+  ASSERT_NE(w2, nullptr) << Missing(result, "kernel layer", "layers.0.ffn.experts.W2");
   EXPECT_EQ(std::tuple(w2->groups, w2->n, w2->k), std::tuple(4, 256, 64));
   // The shape mismatch is reported on its tensor, not guessed around.
-  const LayerVerdict mismatch = JudgeLayer(result, *FindLayer(result, "layers.3.ffn.experts.W2"));
+  const KernelLayer* mismatched = FindLayer(result, "layers.3.ffn.experts.W2");
+  ASSERT_NE(mismatched, nullptr) << Missing(result, "kernel layer", "layers.3.ffn.experts.W2");
+  const LayerVerdict mismatch = JudgeLayer(result, *mismatched);
   ASSERT_EQ(mismatch.problems.size(), 1u);
   EXPECT_EQ(mismatch.problems[0].tensor, "layers.3.ffn.experts.1.w2.scale");
   EXPECT_NE(mismatch.problems[0].message.find("disagrees with weight"), std::string::npos) << mismatch.problems[0].message;
   EXPECT_EQ(mismatch.refused_bytes, 0u);
   // The FP8 attention weight's block scales are in no kernel layer.
-  const ScaleTensor& attention = result.plan.scales[FindScale(result, "layers.0.attn.wq_a.scale")];
+  const std::optional<size_t> attention_index = FindScale(result, "layers.0.attn.wq_a.scale");
+  ASSERT_TRUE(attention_index) << Missing(result, "scale tensor", "layers.0.attn.wq_a.scale");
+  const ScaleTensor& attention = result.plan.scales[*attention_index];
   EXPECT_EQ(attention.layer, -1);
   EXPECT_NE(attention.note.find("F8_E4M3"), std::string::npos) << attention.note;
 }
 
 TEST(AuditFixture, HistogramsEqualNumpysForEveryTensorAndLayer) {
   const json expected = Expected();
+  ASSERT_TRUE(expected.contains("tensors") && expected.contains("layers")) << "expected.json lacks tensors or layers";
   for (const std::string input : {"/deepseek", "/gptoss.safetensors"}) {
     const AuditResult result = Audit({kFixtures + input});
     for (const auto& [name, tensor] : expected["tensors"].items()) {
       const bool in_this_input = (input == "/deepseek") == name.starts_with("layers.");
       if (!in_this_input) continue;
-      const size_t s = FindScale(result, name);
-      EXPECT_EQ(result.scan.tensors[s].Dense(), HistogramOfJson(tensor["histogram"])) << name;
-      const ScaleTensor& scale = result.plan.scales[s];
+      const std::optional<size_t> s = FindScale(result, name);
+      ASSERT_TRUE(s) << Missing(result, "scale tensor", name);
+      EXPECT_EQ(result.scan.tensors[*s].Dense(), HistogramOfJson(tensor["histogram"])) << name;
+      const ScaleTensor& scale = result.plan.scales[*s];
       EXPECT_EQ(scale.layer >= 0 ? json(result.plan.layers[size_t(scale.layer)].name) : json(nullptr), tensor["layer"])
           << name;
     }
@@ -109,7 +127,7 @@ TEST(AuditFixture, HistogramsEqualNumpysForEveryTensorAndLayer) {
       const bool in_this_input = (input == "/deepseek") == name.starts_with("layers.");
       if (!in_this_input) continue;
       const KernelLayer* kernel_layer = FindLayer(result, name);
-      ASSERT_NE(kernel_layer, nullptr) << name;
+      ASSERT_NE(kernel_layer, nullptr) << Missing(result, "kernel layer", name);
       EXPECT_EQ(JudgeLayer(result, *kernel_layer).histogram, HistogramOfJson(layer["histogram"])) << name;
       EXPECT_EQ(kernel_layer->members.size(), layer["tensors"].size()) << name;
     }
@@ -121,11 +139,14 @@ TEST(AuditFixture, PlantedBytesAtTheirPositionsWithTheirDeviations) {
   std::map<std::string, AuditResult> results;
   results.emplace("deepseek", Audit({kFixtures + "/deepseek"}));
   results.emplace("gptoss", Audit({kFixtures + "/gptoss.safetensors"}));
+  ASSERT_TRUE(expected.contains("planted")) << "expected.json lacks planted";
   ASSERT_EQ(expected["planted"].size(), 3u);
   for (const json& planted : expected["planted"]) {
     const std::string tensor = planted["tensor"];
     const AuditResult& result = results.at(tensor.starts_with("layers.") ? "deepseek" : "gptoss");
-    const size_t s = FindScale(result, tensor);
+    const std::optional<size_t> found = FindScale(result, tensor);
+    ASSERT_TRUE(found) << Missing(result, "scale tensor", tensor);
+    const size_t s = *found;
     const TensorScan& scan = result.scan.tensors[s];
     const TensorInfo& info = result.checkpoint.tensor(result.plan.scales[s].ref);
     const uint8_t raw = planted["raw"];
@@ -135,10 +156,10 @@ TEST(AuditFixture, PlantedBytesAtTheirPositionsWithTheirDeviations) {
     EXPECT_EQ(Coordinates(scan.first_refused[0].index, info.shape), planted["position"].get<std::vector<uint64_t>>());
     // The layer reports it at the tensor's offset in kernel order.
     const KernelLayer* layer = FindLayer(result, planted["layer"]);
-    ASSERT_NE(layer, nullptr) << planted["layer"];
+    ASSERT_NE(layer, nullptr) << Missing(result, "kernel layer", planted["layer"]);
     const LayerVerdict verdict = JudgeLayer(result, *layer);
     EXPECT_FALSE(verdict.admitted);
-    ASSERT_EQ(verdict.first_refused.size(), 1u);
+    ASSERT_EQ(verdict.first_refused.size(), 1u) << planted["layer"];
     EXPECT_EQ(verdict.first_refused[0].layer_index, result.plan.scales[s].layer_offset + scan.first_refused[0].index);
     // Which deviation the ordinary kernel makes there, by reference/mx_spec.h.
     const uint8_t deviations = OrdinaryDeviations()[raw];
@@ -149,7 +170,10 @@ TEST(AuditFixture, PlantedBytesAtTheirPositionsWithTheirDeviations) {
   }
   // Layer 1 W13: expert 2's w3 follows experts 0 and 1 (w1 and w3 each) and expert 2's w1.
   const AuditResult& deepseek = results.at("deepseek");
-  const LayerVerdict w13 = JudgeLayer(deepseek, *FindLayer(deepseek, "layers.1.ffn.experts.W13"));
+  const KernelLayer* layer_1_w13 = FindLayer(deepseek, "layers.1.ffn.experts.W13");
+  ASSERT_NE(layer_1_w13, nullptr) << Missing(deepseek, "kernel layer", "layers.1.ffn.experts.W13");
+  const LayerVerdict w13 = JudgeLayer(deepseek, *layer_1_w13);
+  ASSERT_FALSE(w13.first_refused.empty()) << "layers.1.ffn.experts.W13 has no refused byte";
   EXPECT_EQ(w13.first_refused[0].layer_index, (2 * 2 + 1) * 64 * 8 + 5 * 8 + 3);
 }
 
@@ -169,10 +193,12 @@ TEST(AuditFixture, GptOssAndCleanCheckpoints) {
   EXPECT_EQ(ExitStatus(gptoss), 1);
   ASSERT_EQ(gptoss.plan.layers.size(), 4u);
   const KernelLayer* w13 = FindLayer(gptoss, "model.layers.1.mlp.experts.W13");
-  ASSERT_NE(w13, nullptr);
+  ASSERT_NE(w13, nullptr) << Missing(gptoss, "kernel layer", "model.layers.1.mlp.experts.W13");
   EXPECT_EQ(std::tuple(w13->groups, w13->n, w13->k), std::tuple(4, 128, 256));
   EXPECT_TRUE(JudgeLayer(gptoss, *w13).admitted);
-  EXPECT_FALSE(JudgeLayer(gptoss, *FindLayer(gptoss, "model.layers.1.mlp.experts.W2")).admitted);
+  const KernelLayer* w2 = FindLayer(gptoss, "model.layers.1.mlp.experts.W2");
+  ASSERT_NE(w2, nullptr) << Missing(gptoss, "kernel layer", "model.layers.1.mlp.experts.W2");
+  EXPECT_FALSE(JudgeLayer(gptoss, *w2).admitted);
 
   const AuditResult clean = Audit({kFixtures + "/clean"});
   EXPECT_TRUE(clean.errors.empty());
