@@ -1,25 +1,32 @@
 #include "tools/audit/audit.h"
 
 #include <algorithm>
+#include <map>
+#include <string_view>
 
 #include "fmt/core.h"
+#include "tools/audit/strict_json.h"
 
 namespace mxdiff::audit {
 
 AuditResult AuditCheckpoint(Checkpoint checkpoint, const ByteSource& source, const AuditOptions& options) {
   AuditResult result;
   result.max_positions = options.scan.max_positions;
+  result.pattern = options.selection.pattern;
   result.checkpoint = std::move(checkpoint);
   result.errors = result.checkpoint.errors;
-  if (!result.errors.empty() && !options.keep_going) return result;
+  result.stopped = !result.errors.empty() && !options.keep_going;
+  if (result.stopped) return result;
   absl::StatusOr<AuditPlan> plan = PlanAudit(result.checkpoint, options.selection);
   if (!plan.ok()) {
     result.errors.push_back({"", "", std::string(plan.status().message())});
+    result.stopped = true;
     return result;
   }
   result.plan = *std::move(plan);
   result.errors.insert(result.errors.end(), result.plan.errors.begin(), result.plan.errors.end());
-  if (!result.errors.empty() && !options.keep_going) return result;
+  result.stopped = !result.errors.empty() && !options.keep_going;
+  if (result.stopped) return result;
   result.scan = ScanScales(result.checkpoint, result.plan, source, options.scan);
   result.errors.insert(result.errors.end(), result.scan.errors.begin(), result.scan.errors.end());
   return result;
@@ -54,8 +61,72 @@ LayerVerdict JudgeLayer(const AuditResult& result, const KernelLayer& layer) {
   return verdict;
 }
 
+namespace {
+
+constexpr size_t kListedCounts = 6;  // dtypes and name endings named in the message; the rest counted
+
+std::vector<std::pair<std::string, uint64_t>> ByCount(const std::map<std::string, uint64_t>& counts) {
+  std::vector<std::pair<std::string, uint64_t>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return sorted;
+}
+
+// "U8 8, BF16 4"; `quote` for names from the input.
+std::string ListCounts(const std::vector<std::pair<std::string, uint64_t>>& counts, bool quote) {
+  std::string text;
+  for (size_t i = 0; i < counts.size() && i < kListedCounts; ++i) {
+    text += fmt::format("{}{} {}", i ? ", " : "", quote ? Quoted(counts[i].first, 40) : counts[i].first,
+                        counts[i].second);
+  }
+  if (counts.size() > kListedCounts) text += fmt::format(", {} more", counts.size() - kListedCounts);
+  return text;
+}
+
+// "layers.0.mlp.weight_scale" -> ".weight_scale"; a name without a dot is its own ending.
+std::string NameEnding(std::string_view name) {
+  const size_t dot = name.rfind('.');
+  return std::string(dot == std::string_view::npos ? name : name.substr(dot));
+}
+
+}  // namespace
+
+std::optional<NoKernelLayer> FindNoKernelLayer(const AuditResult& result) {
+  if (result.stopped || !result.plan.layers.empty()) return std::nullopt;
+  NoKernelLayer found;
+  std::map<std::string, uint64_t> dtypes, endings;
+  for (const CheckpointFile& file : result.checkpoint.files) {
+    for (const TensorInfo& tensor : file.header.tensors) {
+      ++found.tensors;
+      ++dtypes[std::string(DtypeName(tensor.dtype))];
+      ++endings[NameEnding(tensor.name)];
+    }
+  }
+  found.dtypes = ByCount(dtypes);
+  found.name_endings = ByCount(endings);
+  found.scale_tensors = result.plan.scales.size();
+  std::string scales;
+  if (found.scale_tensors > 0) {
+    std::map<std::string, uint64_t> reasons;
+    for (const ScaleTensor& scale : result.plan.scales) ++reasons[scale.note_kind];
+    scales = fmt::format("{} scale tensor{} selected, in no kernel layer ({})", found.scale_tensors,
+                         found.scale_tensors == 1 ? "" : "s", ListCounts(ByCount(reasons), false));
+  } else if (result.pattern) {
+    scales = fmt::format("no tensor matches --pattern {}", Quoted(*result.pattern));
+  } else {
+    scales = "no scale tensor by the known conventions (F8_E8M0 tensors; U8 X.scale beside X.weight, X_scales beside "
+             "X_blocks; --pattern chooses others)";
+  }
+  found.message = fmt::format("no MXFP4 kernel layer found in {} file{}, {} tensor{} (dtypes {}; names ending {}): {}",
+                              result.checkpoint.files.size(), result.checkpoint.files.size() == 1 ? "" : "s",
+                              found.tensors, found.tensors == 1 ? "" : "s",
+                              found.dtypes.empty() ? std::string("none") : ListCounts(found.dtypes, false),
+                              found.name_endings.empty() ? std::string("none") : ListCounts(found.name_endings, true), scales);
+  return found;
+}
+
 int ExitStatus(const AuditResult& result) {
   if (!result.errors.empty()) return 2;
+  if (FindNoKernelLayer(result)) return 2;
   for (const KernelLayer& layer : result.plan.layers) {
     if (!JudgeLayer(result, layer).admitted) return 1;
   }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,7 +29,11 @@ struct AuditResult {
   AuditPlan plan;
   ScanResult scan;
   size_t max_positions = 16;
+  std::optional<std::string> pattern;  // --pattern, when it chose the scale tensors
   std::vector<AuditError> errors;  // all of them: headers, selection, scan
+  // The audit ended at an error before judging anything (no --keep-going): its report is
+  // partial and gives no verdict.
+  bool stopped = false;
 };
 
 AuditResult RunAudit(const std::vector<std::string>& paths, const AuditOptions& options);
@@ -54,7 +59,20 @@ struct LayerVerdict {
 // member was read, and no byte is outside FoldAdmittedBytes().
 LayerVerdict JudgeLayer(const AuditResult& result, const KernelLayer& layer);
 
-// 0 every kernel layer admitted, 1 some layer refused, 2 an error.
+// A checkpoint in which the audit recognised no MXFP4 kernel layer: an error (exit 2), never a
+// pass, since nothing was judged (names the audit does not know, or no scales at all). What
+// it saw, for the user to tell which: counts by dtype and by name ending, most frequent first.
+struct NoKernelLayer {
+  uint64_t tensors = 0;
+  std::vector<std::pair<std::string, uint64_t>> dtypes;        // "U8" -> tensors
+  std::vector<std::pair<std::string, uint64_t>> name_endings;  // ".weight_scale" -> tensors
+  uint64_t scale_tensors = 0;  // selected as scales, none in a kernel layer
+  std::string message;         // "no MXFP4 kernel layer found: ...", one line
+};
+// Set when the audit ran (not stopped at an error) and found no kernel layer.
+std::optional<NoKernelLayer> FindNoKernelLayer(const AuditResult& result);
+
+// 0 every kernel layer admitted, 1 some layer refused, 2 an error (no kernel layer found is one).
 int ExitStatus(const AuditResult& result);
 
 // Per raw byte, the MX-spec deviations the ordinary kernel makes for some code under it (bit d

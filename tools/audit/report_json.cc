@@ -1,4 +1,5 @@
 // `mxdiff audit --json`: the machine-readable report (schema in tools/audit/README.md).
+#include <optional>
 #include <string>
 
 #include "nlohmann/json.hpp"
@@ -112,6 +113,20 @@ std::string JsonReport(const AuditResult& result) {
   report["admission_rule"] = {{"version", AdmissionRuleVersion()}, {"admitted_raw", DescribeFoldAdmittedSet()}};
   report["inputs"] = result.checkpoint.inputs;
   report["exit_status"] = ExitStatus(result);
+  if (const std::optional<NoKernelLayer> no_layer = FindNoKernelLayer(result)) {
+    auto counts = [](const std::vector<std::pair<std::string, uint64_t>>& list) {
+      Json object = Json::object();
+      for (const auto& [key, count] : list) object[key] = count;
+      return object;
+    };
+    report["no_kernel_layer"] = {{"message", no_layer->message},
+                                 {"tensors", no_layer->tensors},
+                                 {"dtypes", counts(no_layer->dtypes)},
+                                 {"name_endings", counts(no_layer->name_endings)},
+                                 {"scale_tensors", no_layer->scale_tensors}};
+  } else {
+    report["no_kernel_layer"] = nullptr;
+  }
   size_t tensors = 0, admitted = 0, other = 0;
   uint64_t scale_bytes = 0;
   for (const CheckpointFile& file : result.checkpoint.files) tensors += file.header.tensors.size();

@@ -1,5 +1,6 @@
 // The short human summary `mxdiff audit` prints by default.
 #include <map>
+#include <optional>
 #include <string>
 
 #include "fmt/core.h"
@@ -110,10 +111,18 @@ std::string TextReport(const AuditResult& result) {
     text += fmt::format("in no kernel layer: {} ({}, e.g. {})\n", Count(entry.first, "scale tensor"), reason,
                         Quoted(entry.second));
   }
+  const std::optional<NoKernelLayer> no_layer = FindNoKernelLayer(result);
+  if (no_layer) text += no_layer->message + "\n";
   const int status = ExitStatus(result);
-  text += status == 0   ? "verdict: every kernel layer admitted\n"
-          : status == 1 ? fmt::format("verdict: {} of {} kernel layers refused\n", refused_layers, result.plan.layers.size())
-                        : fmt::format("verdict: {} (on stderr): the audit is incomplete\n", Count(result.errors.size(), "error"));
+  if (status == 0) {
+    text += "verdict: every kernel layer admitted\n";
+  } else if (status == 1) {
+    text += fmt::format("verdict: {} of {} kernel layers refused\n", refused_layers, result.plan.layers.size());
+  } else if (!result.errors.empty()) {
+    text += fmt::format("verdict: {} (on stderr): the audit is incomplete\n", Count(result.errors.size(), "error"));
+  } else {
+    text += "verdict: no MXFP4 kernel layer found: nothing was judged, nothing is admitted\n";
+  }
   return text;
 }
 

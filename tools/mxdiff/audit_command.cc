@@ -1,4 +1,5 @@
 // mxdiff audit PATH...: the checkpoint scale audit (tools/audit/README.md).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ int AuditCommand(std::span<const std::string_view> args) {
     result = audit::RunAudit(paths, options);
   }  // the bar's line is cleared before anything else is printed
   for (const audit::AuditError& error : result.errors) fmt::print(stderr, "mxdiff audit: {}\n", error.message);
+  if (const std::optional<audit::NoKernelLayer> no_layer = audit::FindNoKernelLayer(result)) {
+    fmt::print(stderr, "mxdiff audit: {}\n", no_layer->message);
+  }
   fmt::print("{}", format == "json" ? audit::JsonReport(result) : audit::TextReport(result));
   return audit::ExitStatus(result);
 }

