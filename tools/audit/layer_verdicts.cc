@@ -35,6 +35,9 @@ absl::StatusOr<std::vector<AuditedLayerVerdict>> ReadLayerVerdicts(std::string_v
   if (rule == nullptr || !rule->is_object() || !rule->contains("version") || !(*rule)["version"].is_string()) {
     return Malformed("no admission_rule.version");
   }
+  if (const auto partial = report->find("partial"); partial != report->end() && *partial == true) {
+    return Malformed("the report is partial (the audit stopped at an error): it holds no verdict");
+  }
   const auto layers = report->find("layers");
   if (layers == report->end() || !layers->is_array()) return Malformed("no layers array");
   std::vector<AuditedLayerVerdict> verdicts;

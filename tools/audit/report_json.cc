@@ -113,6 +113,8 @@ std::string JsonReport(const AuditResult& result) {
   report["admission_rule"] = {{"version", AdmissionRuleVersion()}, {"admitted_raw", DescribeFoldAdmittedSet()}};
   report["inputs"] = result.checkpoint.inputs;
   report["exit_status"] = ExitStatus(result);
+  // Stopped at an error (no --keep-going): nothing was judged, so no layer or tensor is listed.
+  report["partial"] = result.stopped;
   if (const std::optional<NoKernelLayer> no_layer = FindNoKernelLayer(result)) {
     auto counts = [](const std::vector<std::pair<std::string, uint64_t>>& list) {
       Json object = Json::object();
@@ -131,23 +133,26 @@ std::string JsonReport(const AuditResult& result) {
   uint64_t scale_bytes = 0;
   for (const CheckpointFile& file : result.checkpoint.files) tensors += file.header.tensors.size();
   Json layers = Json::array();
-  for (const KernelLayer& layer : result.plan.layers) {
+  const std::vector<KernelLayer> none;
+  const std::vector<KernelLayer>& judged = result.stopped ? none : result.plan.layers;
+  for (const KernelLayer& layer : judged) {
     layers.push_back(LayerJson(result, layer));
     admitted += layers.back()["admitted"].get<bool>() ? 1 : 0;
   }
   Json scales = Json::array();
-  for (size_t s = 0; s < result.plan.scales.size(); ++s) {
+  const size_t listed_scales = result.stopped ? 0 : result.plan.scales.size();
+  for (size_t s = 0; s < listed_scales; ++s) {
     scales.push_back(TensorJson(result, s));
     scale_bytes += result.checkpoint.tensor(result.plan.scales[s].ref).byte_size();
     other += result.plan.scales[s].layer < 0 ? 1 : 0;
   }
   report["summary"] = {{"files", result.checkpoint.files.size()},
                        {"tensors", tensors},
-                       {"scale_tensors", result.plan.scales.size()},
+                       {"scale_tensors", listed_scales},
                        {"scale_bytes", scale_bytes},
-                       {"layers", result.plan.layers.size()},
+                       {"layers", judged.size()},
                        {"admitted_layers", admitted},
-                       {"refused_layers", result.plan.layers.size() - admitted},
+                       {"refused_layers", judged.size() - admitted},
                        {"scale_tensors_in_no_layer", other},
                        {"errors", result.errors.size()}};
   report["layers"] = std::move(layers);

@@ -47,6 +47,16 @@ std::string LayerLine(const AuditResult& result, const KernelLayer& layer, const
 
 std::string TextReport(const AuditResult& result) {
   std::string text;
+  if (result.stopped) {
+    // Nothing was judged: no counts or "deviations: none" that could read as a result.
+    size_t tensors = 0;
+    for (const CheckpointFile& file : result.checkpoint.files) tensors += file.header.tensors.size();
+    return fmt::format("mxdiff audit: partial report: stopped at the first error ({} on stderr), after reading the "
+                       "headers of {} ({})\n"
+                       "verdict: none: no kernel layer was judged (--keep-going audits what can be read)\n",
+                       Count(result.errors.size(), "error"), Count(result.checkpoint.files.size(), "file"),
+                       Count(tensors, "tensor"));
+  }
   uint64_t scale_bytes = 0;
   ScaleHistogram all{};
   for (size_t s = 0; s < result.plan.scales.size(); ++s) {

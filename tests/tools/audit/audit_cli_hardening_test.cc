@@ -75,5 +75,33 @@ TEST(AuditCliNoKernelLayer, UnknownNamesOrNoScalesAreAnErrorNotAPass) {
   EXPECT_TRUE(JsonOf(RunAuditCli("--format=json " + std::string(MXDIFF_AUDIT_FIXTURES) + "/clean"))["no_kernel_layer"].is_null());
 }
 
+// Issue 23, item 15: after an error without --keep-going the report read like a result ("1
+// file, 0 scale tensors ... deviations: none"). It is marked partial and judges nothing.
+TEST(AuditCliPartial, AReportAfterAnErrorWithoutKeepGoingIsMarkedPartial) {
+  TempDir dir;
+  const std::string bad = dir.Write("bad.safetensors", std::string("\x05\x00", 2));
+  const std::string clean = std::string(MXDIFF_AUDIT_FIXTURES) + "/clean";
+  const CliRun text = RunAuditCli(clean + " " + bad);
+  EXPECT_EQ(text.status, 2);
+  EXPECT_TRUE(Has(text.out, "partial report: stopped at the first error (1 error on stderr)")) << text.out;
+  EXPECT_TRUE(Has(text.out, "verdict: none: no kernel layer was judged")) << text.out;
+  for (const char* result_like : {"deviations", "kernel layers:", "scale tensor", "admitted,"}) {
+    EXPECT_FALSE(Has(text.out, result_like)) << result_like << " in\n" << text.out;
+  }
+  const json report = JsonOf(RunAuditCli("--format=json " + clean + " " + bad));
+  EXPECT_EQ(report["partial"], true);
+  EXPECT_EQ(report["exit_status"], 2);
+  EXPECT_EQ(report["layers"], json::array());  // the clean file's two layers were read, not judged
+  EXPECT_EQ(report["tensors"], json::array());
+  EXPECT_EQ(report["summary"]["files"], 1);
+  // With --keep-going the report is whole (everything readable judged) and says so.
+  const json kept = JsonOf(RunAuditCli("--format=json --keep-going " + clean + " " + bad));
+  EXPECT_EQ(kept["partial"], false);
+  EXPECT_EQ(kept["summary"]["layers"], 2);
+  const CliRun kept_text = RunAuditCli("--keep-going " + clean + " " + bad);
+  EXPECT_FALSE(Has(kept_text.out, "partial")) << kept_text.out;
+  EXPECT_TRUE(Has(kept_text.out, "verdict: 1 error (on stderr): the audit is incomplete")) << kept_text.out;
+}
+
 }  // namespace
 }  // namespace mxdiff::audit
