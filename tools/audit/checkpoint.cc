@@ -157,6 +157,14 @@ const TensorInfo* Checkpoint::Find(std::string_view name, TensorRef* ref) const 
   return &tensor(found->second);
 }
 
+std::string Checkpoint::FilesOf(const std::string& name) const {
+  std::string text;
+  const auto found = copies.find(name);
+  if (found == copies.end()) return text;
+  for (const TensorRef& ref : found->second) text += (text.empty() ? "" : ", ") + files[ref.file].path;
+  return text;
+}
+
 absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view file, std::string_view text) {
   // The index's "metadata" may hold small objects of its own: allow a few levels.
   absl::StatusOr<json> parsed = ParseStrictJson(file, text, 8, /*tensor_key_depth=*/2);
@@ -188,6 +196,9 @@ void AddCheckpointFile(Checkpoint& checkpoint, std::string path, SafetensorsHead
     const std::string& name = header.tensors[i].name;
     const auto [it, added] = checkpoint.by_name.emplace(name, TensorRef{file_index, i});
     if (!added) {
+      std::vector<TensorRef>& copies = checkpoint.copies[name];
+      if (copies.empty()) copies.push_back(it->second);
+      copies.push_back(TensorRef{file_index, i});
       checkpoint.errors.push_back(AuditError{
           path, name,
           fmt::format("{}: tensor {}: also in {}: a tensor name may occur once in a checkpoint", path, Quoted(name),

@@ -33,10 +33,15 @@ struct Checkpoint {
   std::vector<std::string> inputs;
   std::vector<CheckpointFile> files;  // the files whose headers are valid
   std::vector<AuditError> errors;
-  std::unordered_map<std::string, TensorRef> by_name;
+  std::unordered_map<std::string, TensorRef> by_name;  // the first file's, for a name in several
+  // Names in more than one file (an error), each with every copy, in the order read: the plan
+  // judges them all and refuses the layer, whichever copy came first.
+  std::unordered_map<std::string, std::vector<TensorRef>> copies;
 
   const TensorInfo& tensor(TensorRef ref) const { return files[ref.file].header.tensors[ref.index]; }
   const TensorInfo* Find(std::string_view name, TensorRef* ref = nullptr) const;
+  // "a.safetensors, c.safetensors" for a name in copies.
+  std::string FilesOf(const std::string& name) const;
 };
 
 // A sharded checkpoint's index: {"metadata": {...}, "weight_map": {"tensor": "shard file", ...}}.

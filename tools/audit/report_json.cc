@@ -96,6 +96,7 @@ Json LayerJson(const AuditResult& result, const KernelLayer& layer) {
   for (const LayerRefusal& refused : verdict.first_refused) {
     const ScaleTensor& scale = result.plan.scales[refused.scale];
     first.push_back({{"tensor", scale.name},
+                     {"file", result.checkpoint.files[scale.ref.file].path},
                      {"index", refused.index},
                      {"position", Coordinates(refused.index, result.checkpoint.tensor(scale.ref).shape)},
                      {"layer_index", refused.layer_index},

@@ -34,9 +34,13 @@ std::string LayerLine(const AuditResult& result, const KernelLayer& layer, const
     const size_t shown = std::min<size_t>(verdict.first_refused.size(), 3);
     for (size_t i = 0; i < shown; ++i) {
       const LayerRefusal& refused = verdict.first_refused[i];
-      line += fmt::format("{}raw {} at {}{} (layer byte {})", i == 0 ? ": " : ", ", refused.raw,
-                          result.plan.scales[refused.scale].name, Position(result, refused.scale, refused.index),
-                          refused.layer_index);
+      const ScaleTensor& scale = result.plan.scales[refused.scale];
+      // A name in several files: which copy.
+      const std::string in_file = result.checkpoint.copies.contains(scale.name)
+                                      ? fmt::format(" in {}", result.checkpoint.files[scale.ref.file].path)
+                                      : std::string();
+      line += fmt::format("{}raw {} at {}{}{} (layer byte {})", i == 0 ? ": " : ", ", refused.raw, scale.name,
+                          Position(result, refused.scale, refused.index), in_file, refused.layer_index);
     }
     if (verdict.refused_bytes > shown) line += ", ...";
   }

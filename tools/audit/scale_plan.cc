@@ -160,8 +160,8 @@ class LayerBuilder {
     layer.name = name;
     layer.kind = members.front().role.kind;
     if (!IsMxfp4(members)) return;
-    // Kernel byte order: by expert, w1 before w3.
-    std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
+    // Kernel byte order: by expert, w1 before w3 (copies of one name stay in file order).
+    std::stable_sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
       return std::pair(a.role.expert, a.role.projection) < std::pair(b.role.expert, b.role.projection);
     });
     CheckPartners(layer, members);
@@ -177,6 +177,7 @@ class LayerBuilder {
       const TensorInfo& info = checkpoint_.tensor(scale.ref);
       layer.scale_bytes += info.byte_size();
       layer.members.push_back(member.scale);
+      CheckCopies(layer, scale);
       const size_t problems_before = layer.problems.size();
       CheckWeight(layer, scale, info);
       const bool weight_fits = layer.problems.size() == problems_before;
@@ -256,6 +257,12 @@ class LayerBuilder {
       return;
     }
     const TensorInfo& weight = checkpoint_.tensor(*scale.weight);
+    if (checkpoint_.copies.contains(weight.name)) {
+      layer.problems.push_back({scale.name, fmt::format("its weight {} is in {} files ({}): a tensor name may occur "
+                                                        "once in a checkpoint",
+                                                        Quoted(weight.name), checkpoint_.copies.at(weight.name).size(),
+                                                        checkpoint_.FilesOf(weight.name))});
+    }
     if (!IsPackedFp4(weight.dtype)) {
       layer.problems.push_back({scale.name, fmt::format("weight {} is {}, not packed MXFP4 codes like the rest of the "
                                                         "layer",
@@ -265,6 +272,16 @@ class LayerBuilder {
     if (std::string mismatch = ShapeMismatch(info, weight); !mismatch.empty()) {
       layer.problems.push_back({scale.name, std::move(mismatch)});
     }
+  }
+
+  // A name in several files is one problem (on its first copy); every copy stays a member, so
+  // that each copy's bytes are judged and located, whichever was read first.
+  void CheckCopies(KernelLayer& layer, const ScaleTensor& scale) {
+    const auto copies = checkpoint_.copies.find(scale.name);
+    if (copies == checkpoint_.copies.end() || copies->second.front() != scale.ref) return;
+    layer.problems.push_back({scale.name, fmt::format("in {} files ({}): a tensor name may occur once in a checkpoint, "
+                                                      "and which copy a loader takes is not defined",
+                                                      copies->second.size(), checkpoint_.FilesOf(scale.name))});
   }
 
   // W13 needs w1 and w3 of every expert.
@@ -375,7 +392,6 @@ absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const Selectio
     const CheckpointFile& file = checkpoint.files[f];
     for (size_t t = 0; t < file.header.tensors.size(); ++t) {
       const TensorInfo& tensor = file.header.tensors[t];
-      if (checkpoint.by_name.at(tensor.name) != TensorRef{f, t}) continue;  // a duplicate: already an error
       bool selected = false;
       if (pattern) {
         if (tensor.name.size() > kMaxPatternNameLength) {
@@ -405,8 +421,12 @@ absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const Selectio
       plan.scales.push_back(std::move(scale));
     }
   }
-  std::sort(plan.scales.begin(), plan.scales.end(),
-            [](const ScaleTensor& a, const ScaleTensor& b) { return NaturalLess(a.name, b.name); });
+  // Copies of one name (in several files) one after the other, in the order of their files.
+  std::sort(plan.scales.begin(), plan.scales.end(), [](const ScaleTensor& a, const ScaleTensor& b) {
+    if (NaturalLess(a.name, b.name)) return true;
+    if (NaturalLess(b.name, a.name)) return false;
+    return a.ref.file < b.ref.file;
+  });
   // Kernel layers by name (a single tensor's layer may share a name with nothing else).
   std::map<std::string, std::vector<Member>> members;
   for (size_t i = 0; i < plan.scales.size(); ++i) {

@@ -75,6 +75,42 @@ TEST(AuditCliNoKernelLayer, UnknownNamesOrNoScalesAreAnErrorNotAPass) {
   EXPECT_TRUE(JsonOf(RunAuditCli("--format=json " + std::string(MXDIFF_AUDIT_FIXTURES) + "/clean"))["no_kernel_layer"].is_null());
 }
 
+const json* LayerNamed(const json& report, const std::string& name) {
+  for (const json& layer : report["layers"]) {
+    if (layer["name"] == name) return &layer;
+  }
+  return nullptr;
+}
+
+// Issue 23, item 12: with --keep-going, a tensor in two shards was judged by the copy read
+// first: "admitted", problems [], in the order 1, 2, 3 though shard 3's copy holds 0xFF.
+TEST(AuditCliKeepGoing, ATensorInTwoShardsIsRefusedInEveryOrder) {
+  TempDir dir;
+  const std::string base = "layers.1.ffn.experts.0.w2";
+  const std::string one = dir.Write("1.safetensors", BuildFile({{base + ".weight", "I8", {64, 16}},
+                                                                {base + ".scale", "F8_E8M0", {64, 1}}}));
+  const std::string two = dir.Write("2.safetensors", BuildFile({{"layers.0.ffn.experts.0.w2.weight", "I8", {64, 16}},
+                                                                {"layers.0.ffn.experts.0.w2.scale", "F8_E8M0", {64, 1}}}));
+  const std::string three = dir.Write("3.safetensors", BuildFile({{base + ".scale", "F8_E8M0", {64, 1}, 0xFF}}));
+  for (const std::string& files : {one + " " + two + " " + three, three + " " + two + " " + one}) {
+    const CliRun run = RunAuditCli("--format=json --keep-going " + files);
+    EXPECT_EQ(run.status, 2) << files;
+    const json report = JsonOf(run);
+    const json* layer = LayerNamed(report, "layers.1.ffn.experts.W2");
+    ASSERT_NE(layer, nullptr) << run.out;
+    EXPECT_EQ((*layer)["verdict"], "refused") << files;
+    ASSERT_FALSE((*layer)["problems"].empty()) << files;
+    const std::string problem = (*layer)["problems"][0]["message"];
+    EXPECT_TRUE(Has(problem, one) && Has(problem, three)) << problem;
+    ASSERT_FALSE((*layer)["first_refused"].empty());
+    EXPECT_EQ((*layer)["first_refused"][0]["file"], three);
+    EXPECT_EQ((*layer)["first_refused"][0]["raw"], 255);
+    const CliRun text = RunAuditCli("--keep-going " + files);
+    EXPECT_TRUE(Has(text.out, "refused layers.1.ffn.experts.W2")) << text.out;
+    EXPECT_TRUE(Has(text.out, "raw 255 at " + base + ".scale[0, 0] in " + three)) << text.out;
+  }
+}
+
 // Issue 23, item 15: after an error without --keep-going the report read like a result ("1
 // file, 0 scale tensors ... deviations: none"). It is marked partial and judges nothing.
 TEST(AuditCliPartial, AReportAfterAnErrorWithoutKeepGoingIsMarkedPartial) {
