@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <system_error>
 
 #include "fmt/core.h"
@@ -68,32 +69,99 @@ struct Loader {
     return it->second;
   }
 
+  // Every tensor the index puts in `shard` as unread, for `why`.
+  void MarkUnread(const std::string& index, const std::string& shard, const std::vector<std::string>& tensors,
+                  const std::string& why) {
+    for (const std::string& tensor : tensors) checkpoint.unread.emplace(tensor, UnreadTensor{index, shard, why});
+  }
+
+  // The *.safetensors files of a folder (regular files), sorted; false (and an error) when the
+  // folder cannot be listed.
+  bool ListFolder(const std::string& path, std::vector<std::string>& indexes, std::vector<std::string>& shards) {
+    std::error_code error;
+    for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (!it->is_regular_file(error)) continue;
+      if (EndsWith(name, kIndexSuffix)) indexes.push_back(it->path().string());
+      if (EndsWith(name, kShardSuffix)) shards.push_back(it->path().string());
+    }
+    if (error) {
+      Fail(AuditError{path, "", fmt::format("{}: cannot list the folder: {}", path, error.message())});
+      return false;
+    }
+    std::sort(indexes.begin(), indexes.end());
+    std::sort(shards.begin(), shards.end());
+    return true;
+  }
+
+  void LoadShards(const std::string& folder, const std::vector<std::string>& shards) {
+    if (shards.empty()) {
+      return Fail(AuditError{folder, "", fmt::format("{}: the folder has no *.safetensors file and no index", folder)});
+    }
+    for (const std::string& shard : shards) {
+      if (Stop()) return;
+      LoadFile(shard);
+    }
+  }
+
+  // One rule for every problem of an index (README): the audit goes on with what can be read,
+  // and a tensor the index names whose bytes cannot be read refuses its kernel layer.
   void LoadIndex(const std::string& path) {
-    absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxIndexBytes);
-    if (!text.ok()) return Fail(ErrorOf(path, text.status()));
-    absl::StatusOr<ShardIndex> index = ParseShardIndex(path, *text);
-    if (!index.ok()) return Fail(ErrorOf(path, index.status()));
     const fs::path folder = fs::path(path).parent_path();
+    const std::string folder_name = folder.empty() ? std::string(".") : folder.string();
+    std::vector<AuditError> entry_errors;
+    absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxIndexBytes);
+    absl::StatusOr<ShardIndex> index = text.ok() ? ParseShardIndex(path, *text, &entry_errors) : text.status();
+    if (!index.ok()) {
+      Fail(ErrorOf(path, index.status()));
+      // An index that cannot be read names nothing: what can be read is its folder's files.
+      if (Stop()) return;
+      std::vector<std::string> indexes, shards;
+      if (ListFolder(folder_name, indexes, shards)) LoadShards(folder_name, shards);
+      return;
+    }
+    for (AuditError& error : entry_errors) {
+      // The entry's own message without the "FILE: tensor NAME: " its error starts with.
+      const std::string prefix = fmt::format("{}: tensor {}: ", path, Quoted(error.tensor));
+      checkpoint.unread.emplace(error.tensor,
+                                UnreadTensor{path, index->unfollowed.at(error.tensor),
+                                             error.message.starts_with(prefix) ? error.message.substr(prefix.size())
+                                                                               : error.message});
+      Fail(std::move(error));
+      if (Stop()) return;
+    }
     // Shards in name order, each with the tensors the index puts there.
     std::map<std::string, std::vector<std::string>> shards;
     for (const auto& [tensor, shard] : index->weight_map) shards[shard].push_back(tensor);
+    std::set<std::string> indexed_paths;  // canonical
     for (const auto& [shard, tensors] : shards) {
       if (Stop()) return;
       const std::string shard_path = (folder / shard).string();
       std::error_code error;
+      indexed_paths.insert(fs::weakly_canonical(shard_path, error).string());
       if (!fs::is_regular_file(shard_path, error)) {
-        Fail(AuditError{path, tensors.front(),
-                        fmt::format("{}: tensor {}: its shard {} is missing: {} does not exist (the index puts {} "
-                                    "tensor{} there)",
-                                    path, Quoted(tensors.front()), Quoted(shard), shard_path, tensors.size(),
-                                    tensors.size() == 1 ? "" : "s")});
+        const bool exists = fs::exists(fs::symlink_status(shard_path, error));
+        const std::string message = fmt::format(
+            "{}: tensor {}: its shard {} is {}: {} {} (the index puts {} tensor{} there)", path, Quoted(tensors.front()),
+            Quoted(shard), exists ? "not a regular file" : "missing", shard_path,
+            exists ? "is a folder, device, FIFO or broken link" : "does not exist", tensors.size(),
+            tensors.size() == 1 ? "" : "s");
+        MarkUnread(path, shard_path, tensors,
+                   fmt::format("its shard {} is {}", shard_path, exists ? "not a regular file" : "missing"));
+        Fail(AuditError{path, tensors.front(), message});
         continue;
       }
       const std::optional<size_t> loaded = LoadFile(shard_path);
-      if (!loaded) continue;
+      if (!loaded) {
+        MarkUnread(path, shard_path, tensors, fmt::format("its shard {} could not be read", shard_path));
+        continue;
+      }
       const CheckpointFile& file = checkpoint.files[*loaded];
       for (const std::string& tensor : tensors) {
         if (file.header.Find(tensor) == nullptr) {
+          checkpoint.unread.emplace(
+              tensor, UnreadTensor{path, shard_path, fmt::format("the index puts it in {}, which has no such tensor",
+                                                                 shard_path)});
           Fail(AuditError{path, tensor,
                           fmt::format("{}: tensor {}: the index puts it in {}, which has no such tensor", path,
                                       Quoted(tensor), shard_path)});
@@ -108,32 +176,43 @@ struct Loader {
         }
       }
     }
+    if (Stop()) return;
+    // *.safetensors files beside the index that it does not name: not part of the checkpoint
+    // it describes, so not audited, but named with what their headers hold.
+    std::vector<std::string> beside;
+    std::error_code error;
+    for (fs::directory_iterator it(folder_name, error), end; !error && it != end; it.increment(error)) {
+      if (it->is_regular_file(error) && EndsWith(it->path().filename().string(), kShardSuffix)) {
+        beside.push_back(it->path().string());
+      }
+    }
+    std::sort(beside.begin(), beside.end());
+    for (const std::string& file : beside) {
+      std::error_code canonical_error;
+      if (indexed_paths.contains(fs::weakly_canonical(file, canonical_error).string())) continue;
+      UnindexedFile unindexed{file, path, std::nullopt, std::nullopt, ""};
+      absl::StatusOr<SafetensorsHeader> header = ReadSafetensorsHeader(file);
+      if (header.ok()) {
+        unindexed.tensors = header->tensors.size();
+        size_t named = 0;
+        for (const TensorInfo& tensor : header->tensors) named += index->weight_map.contains(tensor.name) ? 1 : 0;
+        unindexed.also_in_index = named;
+      } else {
+        unindexed.error = std::string(header.status().message());
+      }
+      checkpoint.unindexed.push_back(std::move(unindexed));
+    }
   }
 
   void LoadFolder(const std::string& path) {
     std::vector<std::string> indexes, shards;
-    std::error_code error;
-    for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
-      const std::string name = it->path().filename().string();
-      if (!it->is_regular_file(error)) continue;
-      if (EndsWith(name, kIndexSuffix)) indexes.push_back(it->path().string());
-      if (EndsWith(name, kShardSuffix)) shards.push_back(it->path().string());
-    }
-    if (error) return Fail(AuditError{path, "", fmt::format("{}: cannot list the folder: {}", path, error.message())});
-    std::sort(indexes.begin(), indexes.end());
-    std::sort(shards.begin(), shards.end());
+    if (!ListFolder(path, indexes, shards)) return;
     if (indexes.size() > 1) {
       return Fail(AuditError{path, "", fmt::format("{}: the folder holds {} index files ({}, {}, ...): name one", path,
                                                    indexes.size(), indexes[0], indexes[1])});
     }
     if (indexes.size() == 1) return LoadIndex(indexes[0]);
-    if (shards.empty()) {
-      return Fail(AuditError{path, "", fmt::format("{}: the folder has no *.safetensors file and no index", path)});
-    }
-    for (const std::string& shard : shards) {
-      if (Stop()) return;
-      LoadFile(shard);
-    }
+    LoadShards(path, shards);
   }
 
   void Load(const std::string& path) {
@@ -165,7 +244,8 @@ std::string Checkpoint::FilesOf(const std::string& name) const {
   return text;
 }
 
-absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view file, std::string_view text) {
+absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view file, std::string_view text,
+                                           std::vector<AuditError>* entry_errors) {
   // The index's "metadata" may hold small objects of its own: allow a few levels.
   absl::StatusOr<json> parsed = ParseStrictJson(file, text, 8, /*tensor_key_depth=*/2);
   if (!parsed.ok()) return parsed.status();
@@ -176,17 +256,26 @@ absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view file, std::string_vi
   }
   ShardIndex index;
   for (const auto& [tensor, shard] : map->items()) {
+    absl::Status entry = absl::OkStatus();
     if (!shard.is_string()) {
-      return TensorError(file, tensor, "its shard is not a string");
+      entry = TensorError(file, tensor, "its shard is not a string");
+    } else if (!SafeShardName(shard.get<std::string>())) {
+      entry = TensorError(file, tensor,
+                          fmt::format("shard {} is not a file name inside the index's folder",
+                                      Quoted(shard.get<std::string>())));
     }
-    if (!SafeShardName(shard.get<std::string>())) {
-      return TensorError(file, tensor,
-                         fmt::format("shard {} is not a file name inside the index's folder",
-                                     Quoted(shard.get<std::string>())));
+    if (entry.ok()) {
+      index.weight_map.emplace(tensor, shard.get<std::string>());
+      continue;
     }
-    index.weight_map.emplace(tensor, shard.get<std::string>());
+    if (entry_errors == nullptr) return entry;
+    entry_errors->push_back(ErrorOf(file, entry));
+    index.unfollowed.emplace(tensor, shard.is_string() ? shard.get<std::string>()
+                                                       : shard.dump(-1, ' ', false, json::error_handler_t::replace));
   }
-  if (index.weight_map.empty()) return absl::InvalidArgumentError(fmt::format("{}: \"weight_map\" is empty", file));
+  if (index.weight_map.empty() && index.unfollowed.empty()) {
+    return absl::InvalidArgumentError(fmt::format("{}: \"weight_map\" is empty", file));
+  }
   return index;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +30,24 @@ struct TensorRef {
   bool operator==(const TensorRef&) const = default;
 };
 
+// A tensor an index names whose bytes could not be read: its shard is missing, unreadable or
+// outside the index's folder, or lacks it. Its kernel layer is refused (never left out).
+struct UnreadTensor {
+  std::string index;  // the index naming it
+  std::string shard;  // the shard it names, as a path (as written, for an entry not followed)
+  std::string why;    // "its shard ... is missing", ...
+};
+
+// A *.safetensors file beside an index that does not name it: not audited (it is no part of
+// the checkpoint the index describes), but reported with what its header holds.
+struct UnindexedFile {
+  std::string file;
+  std::string index;
+  std::optional<size_t> tensors;        // in its header; unset if the header could not be read
+  std::optional<size_t> also_in_index;  // of those, names the index gives (another shard's)
+  std::string error;                    // why its header could not be read
+};
+
 struct Checkpoint {
   std::vector<std::string> inputs;
   std::vector<CheckpointFile> files;  // the files whose headers are valid
@@ -37,6 +56,8 @@ struct Checkpoint {
   // Names in more than one file (an error), each with every copy, in the order read: the plan
   // judges them all and refuses the layer, whichever copy came first.
   std::unordered_map<std::string, std::vector<TensorRef>> copies;
+  std::map<std::string, UnreadTensor> unread;  // tensor name -> why (keep_going only gets past these)
+  std::vector<UnindexedFile> unindexed;
 
   const TensorInfo& tensor(TensorRef ref) const { return files[ref.file].header.tensors[ref.index]; }
   const TensorInfo* Find(std::string_view name, TensorRef* ref = nullptr) const;
@@ -47,11 +68,17 @@ struct Checkpoint {
 // A sharded checkpoint's index: {"metadata": {...}, "weight_map": {"tensor": "shard file", ...}}.
 struct ShardIndex {
   std::map<std::string, std::string> weight_map;  // tensor -> shard file name (relative to the index)
+  std::map<std::string, std::string> unfollowed;  // entries that cannot be followed (with entry_errors)
 };
-absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view file, std::string_view text);
+// Without `entry_errors` any entry that cannot be followed (a shard not a string, or outside the
+// index's folder) fails the parse; with it, such entries are reported there (one error each,
+// naming the tensor), kept in `unfollowed` and the rest of the index is returned.
+absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view file, std::string_view text,
+                                           std::vector<AuditError>* entry_errors = nullptr);
 
 // Reads the headers of everything the paths name. Without keep_going it stops at the first
-// error; with it, files with errors are left out and the errors kept.
+// error; with it, files with errors are left out, the errors kept, and the tensors an index
+// names in them recorded as unread.
 Checkpoint LoadCheckpoint(const std::vector<std::string>& paths, bool keep_going);
 
 // Adds a parsed file (tests and the fuzz target build checkpoints from memory with this).

@@ -86,6 +86,7 @@ Json LayerJson(const AuditResult& result, const KernelLayer& layer) {
   Json tensors = Json::array();
   for (size_t s : layer.members) tensors.push_back(result.plan.scales[s].name);
   json["tensors"] = std::move(tensors);
+  json["unread_tensors"] = layer.unread;
   Json problems = Json::array();
   for (const LayerProblem& problem : verdict.problems) {
     problems.push_back({{"tensor", problem.tensor.empty() ? Json(nullptr) : Json(problem.tensor)},

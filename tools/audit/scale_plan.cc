@@ -151,15 +151,28 @@ struct Member {
   Role role;
 };
 
+struct UnreadMember {
+  std::string name;  // into checkpoint.unread
+  Role role;
+};
+
+struct LayerMembers {
+  std::vector<Member> read;
+  std::vector<UnreadMember> unread;
+};
+
 class LayerBuilder {
  public:
   LayerBuilder(const Checkpoint& checkpoint, AuditPlan& plan) : checkpoint_(checkpoint), plan_(plan) {}
 
-  void Build(const std::string& name, std::vector<Member> members) {
+  // `unread`: tensors of the layer (by their names) that an index names but that could not be
+  // read; with any, the layer is refused, and kept even when no member was read.
+  void Build(const std::string& name, std::vector<Member> members, const std::vector<UnreadMember>& unread) {
     KernelLayer layer;
     layer.name = name;
-    layer.kind = members.front().role.kind;
-    if (!IsMxfp4(members)) return;
+    layer.kind = members.empty() ? unread.front().role.kind : members.front().role.kind;
+    // Whether an unread tensor's weight holds packed codes is not known: the layer is kept.
+    if (unread.empty() && !IsMxfp4(members)) return;
     // Kernel byte order: by expert, w1 before w3 (copies of one name stay in file order).
     std::stable_sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
       return std::pair(a.role.expert, a.role.projection) < std::pair(b.role.expert, b.role.projection);
@@ -203,6 +216,13 @@ class LayerBuilder {
         consistent = false;
       }
     }
+    for (const UnreadMember& member : unread) {
+      const UnreadTensor& why = checkpoint_.unread.at(member.name);
+      layer.unread.push_back(member.name);
+      layer.problems.push_back({member.name, fmt::format("not read: the index {} names it, but {}: the layer cannot be "
+                                                         "judged without it",
+                                                         why.index, why.why)});
+    }
     if (consistent && shape) {
       const bool w13 = layer.kind == LayerKind::kRoutedW13 || layer.kind == LayerKind::kSharedW13;
       const bool routed = layer.kind == LayerKind::kRoutedW13 || layer.kind == LayerKind::kRoutedW2;
@@ -228,6 +248,7 @@ class LayerBuilder {
     for (const Member& member : members) {
       const ScaleTensor& scale = plan_.scales[member.scale];
       if (scale.weight && IsPackedFp4(checkpoint_.tensor(*scale.weight).dtype)) return true;
+      if (checkpoint_.unread.contains(scale.weight_name)) return true;  // unknown: judged (and refused) as one
       all_weights_known &= scale.weight.has_value();
     }
     if (!all_weights_known && members.front().role.kind != LayerKind::kSingle) return true;
@@ -250,6 +271,12 @@ class LayerBuilder {
   }
 
   void CheckWeight(KernelLayer& layer, const ScaleTensor& scale, const TensorInfo& info) {
+    if (const auto unread = checkpoint_.unread.find(scale.weight_name); !scale.weight && unread != checkpoint_.unread.end()) {
+      layer.problems.push_back({scale.name, fmt::format("its weight {} was not read: the index {} names it, but {}",
+                                                        Quoted(scale.weight_name), unread->second.index,
+                                                        unread->second.why)});
+      return;
+    }
     if (!scale.weight) {
       layer.problems.push_back({scale.name, scale.weight_name.empty()
                                                 ? std::string("no weight tensor by a known naming convention")
@@ -428,27 +455,41 @@ absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const Selectio
     return a.ref.file < b.ref.file;
   });
   // Kernel layers by name (a single tensor's layer may share a name with nothing else).
-  std::map<std::string, std::vector<Member>> members;
+  std::map<std::string, LayerMembers> members;
+  // A lone tensor's layer is keyed by its own name so that no two lone tensors merge.
+  auto key_of = [](const std::string& name, const Role& role) {
+    return role.kind == LayerKind::kSingle ? name + '\0' : role.layer;
+  };
   for (size_t i = 0; i < plan.scales.size(); ++i) {
     Role role = RoleOf(plan.scales[i].name);
-    // A lone tensor's layer is keyed by its own name so that no two lone tensors merge.
-    std::string key = role.kind == LayerKind::kSingle ? plan.scales[i].name + '\0' : role.layer;
-    members[key].push_back(Member{i, std::move(role)});
+    members[key_of(plan.scales[i].name, role)].read.push_back(Member{i, std::move(role)});
   }
-  std::vector<std::pair<std::string, std::vector<Member>>> ordered(std::make_move_iterator(members.begin()),
-                                                                   std::make_move_iterator(members.end()));
+  // Tensors an index names that could not be read: scales by their names alone (their dtype is
+  // not known), so that their layers are refused rather than left out.
+  for (const auto& [name, unread] : checkpoint.unread) {
+    if (checkpoint.by_name.contains(name)) continue;  // read from another file after all
+    Role role = RoleOf(name);
+    const bool selected = pattern ? name.size() <= kMaxPatternNameLength && std::regex_match(name, *pattern)
+                                  : !role.weight.empty();
+    if (selected) members[key_of(name, role)].unread.push_back(UnreadMember{name, std::move(role)});
+  }
+  std::vector<std::pair<std::string, LayerMembers>> ordered(std::make_move_iterator(members.begin()),
+                                                            std::make_move_iterator(members.end()));
   std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return NaturalLess(a.first, b.first); });
   LayerBuilder builder(checkpoint, plan);
   for (auto& [key, layer_members] : ordered) {
-    const std::string name = layer_members.front().role.layer;
-    builder.Build(name, std::move(layer_members));
+    const std::string name =
+        layer_members.read.empty() ? layer_members.unread.front().role.layer : layer_members.read.front().role.layer;
+    builder.Build(name, std::move(layer_members.read), layer_members.unread);
   }
   // Layer names are how verdicts are looked up: a lone tensor whose layer name another layer
   // has too is named by its scale tensor instead.
   std::unordered_map<std::string, int> uses;
   for (const KernelLayer& layer : plan.layers) ++uses[layer.name];
   for (KernelLayer& layer : plan.layers) {
-    if (uses[layer.name] > 1 && layer.kind == LayerKind::kSingle) layer.name = plan.scales[layer.members[0]].name;
+    if (uses[layer.name] > 1 && layer.kind == LayerKind::kSingle) {
+      layer.name = layer.members.empty() ? layer.unread.front() : plan.scales[layer.members[0]].name;
+    }
   }
   return plan;
 }

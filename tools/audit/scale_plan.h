@@ -59,6 +59,7 @@ struct KernelLayer {
   int k = 0;
   uint64_t scale_bytes = 0;
   std::vector<LayerProblem> problems;  // structural: any makes the layer refused
+  std::vector<std::string> unread;     // tensors an index names in it that could not be read
 };
 
 struct AuditPlan {

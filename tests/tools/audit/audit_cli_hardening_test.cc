@@ -111,6 +111,29 @@ TEST(AuditCliKeepGoing, ATensorInTwoShardsIsRefusedInEveryOrder) {
   }
 }
 
+// Issue 23, item 13: with --keep-going, an unreadable shard's layers vanished ("8 admitted, 0
+// refused") although the index names their tensors.
+TEST(AuditCliKeepGoing, AnUnreadableShardsLayersAreRefused) {
+  TempDir dir;
+  const std::string clean = "layers.0.ffn.experts.0.w2", lost = "layers.1.ffn.experts.0.w2";
+  dir.Write("ckpt/a.safetensors",
+            BuildFile({{clean + ".weight", "I8", {64, 16}}, {clean + ".scale", "F8_E8M0", {64, 1}}}));
+  dir.Write("ckpt/b.safetensors", std::string("\x01\x02", 2));
+  dir.Write("ckpt/model.safetensors.index.json",
+            json({{"weight_map", {{clean + ".weight", "a.safetensors"}, {clean + ".scale", "a.safetensors"},
+                                  {lost + ".weight", "b.safetensors"}, {lost + ".scale", "b.safetensors"}}}})
+                .dump());
+  const CliRun text = RunAuditCli("--keep-going " + dir.path() + "/ckpt");
+  EXPECT_EQ(text.status, 2);
+  EXPECT_TRUE(Has(text.out, "kernel layers: 1 admitted, 1 refused")) << text.out;
+  EXPECT_TRUE(Has(text.out, "refused layers.1.ffn.experts.W2")) << text.out;
+  const json report = JsonOf(RunAuditCli("--format=json --keep-going " + dir.path() + "/ckpt"));
+  const json* layer = LayerNamed(report, "layers.1.ffn.experts.W2");
+  ASSERT_NE(layer, nullptr) << report.dump();
+  EXPECT_EQ((*layer)["verdict"], "refused");
+  EXPECT_EQ((*layer)["unread_tensors"], json::array({lost + ".scale"}));
+}
+
 // Issue 23, item 15: after an error without --keep-going the report read like a result ("1
 // file, 0 scale tensors ... deviations: none"). It is marked partial and judges nothing.
 TEST(AuditCliPartial, AReportAfterAnErrorWithoutKeepGoingIsMarkedPartial) {

@@ -4,6 +4,8 @@
 // that cannot be read refuse theirs, every problem of an index follows one rule
 // (tools/audit/README.md), and a *.safetensors beside an index that it does not name is reported.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -131,6 +133,173 @@ TEST(KeepGoing, ATensorInTwoFilesRefusesItsLayerWhateverTheOrder) {
   EXPECT_NE(AllProblems(weight_verdict).find("its weight \"layers.1.ffn.experts.0.w2.weight\" is in 2 files"),
             std::string::npos)
       << AllProblems(weight_verdict);
+}
+
+// Routed experts' w2 (weight and scale) of `layer`, experts [first, first + count).
+std::vector<testing::TestTensor> W2Tensors(int layer, int first, int count, bool weights = true, bool scales = true) {
+  std::vector<testing::TestTensor> tensors;
+  for (int e = first; e < first + count; ++e) {
+    const std::string base = "layers." + std::to_string(layer) + ".ffn.experts." + std::to_string(e) + ".w2";
+    if (weights) tensors.push_back({base + ".weight", "I8", {64, 16}});
+    if (scales) tensors.push_back({base + ".scale", "F8_E8M0", {64, 1}});
+  }
+  return tensors;
+}
+
+std::vector<testing::TestTensor> Join(std::vector<std::vector<testing::TestTensor>> parts) {
+  std::vector<testing::TestTensor> all;
+  for (auto& part : parts) all.insert(all.end(), part.begin(), part.end());
+  return all;
+}
+
+// An index putting `tensors` of each shard there, written with the shards into `folder`.
+std::string WriteSharded(const TempDir& dir, const std::string& folder,
+                         const std::vector<std::pair<std::string, std::vector<testing::TestTensor>>>& shards,
+                         const std::vector<std::string>& unreadable = {}) {
+  json weight_map = json::object();
+  for (const auto& [shard, tensors] : shards) {
+    for (const testing::TestTensor& tensor : tensors) weight_map[tensor.name] = shard;
+    if (std::find(unreadable.begin(), unreadable.end(), shard) != unreadable.end()) {
+      dir.Write(folder + "/" + shard, std::vector<uint8_t>{1, 2, 3});  // truncated before the header length
+    } else {
+      dir.Write(folder + "/" + shard, BuildFile(tensors));
+    }
+  }
+  return dir.Write(folder + "/model.safetensors.index.json", json({{"weight_map", weight_map}}).dump());
+}
+
+struct Judged {
+  bool present = false;
+  bool admitted = false;
+  std::vector<std::string> unread;
+  std::string problems;
+};
+
+Judged Judge(const AuditResult& result, const std::string& name) {
+  const KernelLayer* layer = FindLayer(result, name);
+  if (layer == nullptr) return {};
+  const LayerVerdict verdict = JudgeLayer(result, *layer);
+  return {true, verdict.admitted, layer->unread, AllProblems(verdict)};
+}
+
+// Issue 23, item 13: an unreadable shard's layers vanished from `layers` ("8 admitted, 0
+// refused") though the index names their tensors. They are refused, and listed.
+TEST(KeepGoing, TheLayersOfAnUnreadableShardAreRefusedNotDropped) {
+  TempDir dir;
+  const auto first = Join({W2Tensors(0, 0, 2), W2Tensors(2, 0, 2, true, false), W2Tensors(3, 0, 1, false, true)});
+  const auto second = Join({W2Tensors(1, 0, 2), W2Tensors(2, 0, 2, false, true), W2Tensors(3, 0, 1, true, false)});
+  const std::string index = WriteSharded(dir, "ckpt", {{"a.safetensors", first}, {"b.safetensors", second}},
+                                         {"b.safetensors"});
+  const AuditResult result = RunAudit({dir.path() + "/ckpt"}, KeepGoing(true));
+  EXPECT_EQ(ExitStatus(result), 2);
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_NE(result.errors[0].message.find("b.safetensors: truncated"), std::string::npos) << result.errors[0].message;
+  EXPECT_TRUE(Judge(result, "layers.0.ffn.experts.W2").admitted) << LayerNames(result);
+  // Every scale in the unreadable shard: the layer is there, refused, its tensors listed.
+  const Judged whole = Judge(result, "layers.1.ffn.experts.W2");
+  ASSERT_TRUE(whole.present) << LayerNames(result);
+  EXPECT_FALSE(whole.admitted);
+  EXPECT_EQ(whole.unread, (std::vector<std::string>{"layers.1.ffn.experts.0.w2.scale", "layers.1.ffn.experts.1.w2.scale"}));
+  EXPECT_NE(whole.problems.find("but its shard " + dir.path() + "/ckpt/b.safetensors could not be read"),
+            std::string::npos)
+      << whole.problems;
+  EXPECT_NE(whole.problems.find(index), std::string::npos) << whole.problems;
+  // Scales there, weights here: refused as well.
+  const Judged scales = Judge(result, "layers.2.ffn.experts.W2");
+  ASSERT_TRUE(scales.present) << LayerNames(result);
+  EXPECT_FALSE(scales.admitted);
+  EXPECT_EQ(scales.unread.size(), 2u);
+  // The scale read, its weight in the unreadable shard: refused for it.
+  const Judged weight = Judge(result, "layers.3.ffn.experts.W2");
+  ASSERT_TRUE(weight.present) << LayerNames(result);
+  EXPECT_FALSE(weight.admitted);
+  EXPECT_NE(weight.problems.find("its weight \"layers.3.ffn.experts.0.w2.weight\" was not read"), std::string::npos)
+      << weight.problems;
+  // The report counts and lists them.
+  const std::string text = TextReport(result);
+  EXPECT_NE(text.find("kernel layers: 1 admitted, 3 refused"), std::string::npos) << text;
+  const json report = json::parse(JsonReport(result));
+  EXPECT_EQ(report["summary"]["refused_layers"], 3);
+  for (const json& layer : report["layers"]) {
+    if (layer["name"] == "layers.1.ffn.experts.W2") {
+      EXPECT_EQ(layer["unread_tensors"].size(), 2u);
+    }
+  }
+  ASSERT_TRUE(ReadLayerVerdicts(JsonReport(result)).ok());
+}
+
+// Issue 23, item 14: one rule for every problem of an index (tools/audit/README.md): with
+// --keep-going the audit goes on with what can be read, a tensor the index names that cannot
+// be read refuses its layer, and an index that cannot be read at all leaves the folder's files.
+TEST(KeepGoing, IndexNamingAShardOutsideItsFolder) {
+  TempDir dir;
+  dir.Write("outside.safetensors", BuildFile(W2Tensors(1, 0, 1)));
+  dir.Write("ckpt/a.safetensors", BuildFile(W2Tensors(0, 0, 1)));
+  const std::string index = dir.Write("ckpt/model.safetensors.index.json", json({{"weight_map", {
+      {"layers.0.ffn.experts.0.w2.weight", "a.safetensors"}, {"layers.0.ffn.experts.0.w2.scale", "a.safetensors"},
+      {"layers.1.ffn.experts.0.w2.weight", "../outside.safetensors"},
+      {"layers.1.ffn.experts.0.w2.scale", "../outside.safetensors"}}}}).dump());
+  const AuditResult result = RunAudit({index}, KeepGoing(true));
+  EXPECT_EQ(ExitStatus(result), 2);
+  ASSERT_EQ(result.errors.size(), 2u);  // one per entry
+  for (const AuditError& error : result.errors) {
+    EXPECT_NE(error.message.find("not a file name inside the index's folder"), std::string::npos) << error.message;
+  }
+  EXPECT_TRUE(Judge(result, "layers.0.ffn.experts.W2").admitted) << LayerNames(result);
+  const Judged outside = Judge(result, "layers.1.ffn.experts.W2");
+  ASSERT_TRUE(outside.present) << LayerNames(result);
+  EXPECT_FALSE(outside.admitted);
+  EXPECT_EQ(outside.unread, std::vector<std::string>{"layers.1.ffn.experts.0.w2.scale"});
+  // Without --keep-going: the first error, a partial report.
+  const AuditResult stopped = RunAudit({index}, KeepGoing(false));
+  EXPECT_EQ(stopped.errors.size(), 1u);
+  EXPECT_TRUE(stopped.stopped);
+}
+
+TEST(KeepGoing, IndexThatIsNotValidLeavesTheFolderFiles) {
+  TempDir dir;
+  dir.Write("ckpt/a.safetensors", BuildFile(W2Tensors(0, 0, 2)));
+  dir.Write("ckpt/b.safetensors", BuildFile(W2Tensors(1, 0, 2)));
+  for (const std::string& text : {std::string(R"({"weight_map":)"), std::string(R"({"metadata":{}})"),
+                                  std::string(R"({"weight_map":{"x":"a.safetensors","x":"b.safetensors"}})")}) {
+    const std::string index = dir.Write("ckpt/model.safetensors.index.json", text);
+    for (const std::string& path : {index, dir.path() + "/ckpt"}) {
+      const AuditResult result = RunAudit({path}, KeepGoing(true));
+      EXPECT_EQ(ExitStatus(result), 2) << text;
+      ASSERT_EQ(result.errors.size(), 1u) << text;
+      EXPECT_EQ(result.errors[0].file, index);
+      EXPECT_EQ(result.checkpoint.files.size(), 2u) << text << ": the folder's files are audited";
+      EXPECT_TRUE(Judge(result, "layers.0.ffn.experts.W2").admitted) << text << LayerNames(result);
+      EXPECT_TRUE(Judge(result, "layers.1.ffn.experts.W2").admitted) << text << LayerNames(result);
+      const AuditResult stopped = RunAudit({path}, KeepGoing(false));
+      EXPECT_TRUE(stopped.stopped) << text;
+      EXPECT_TRUE(stopped.checkpoint.files.empty()) << text;
+    }
+  }
+}
+
+TEST(KeepGoing, IndexNamingAMissingShardOrATensorItsShardLacks) {
+  TempDir dir;
+  const auto a = W2Tensors(0, 0, 2);
+  const auto b = W2Tensors(1, 0, 2);
+  const std::string index = WriteSharded(dir, "ckpt", {{"a.safetensors", a}, {"b.safetensors", b}});
+  std::filesystem::remove(dir.path() + "/ckpt/b.safetensors");
+  // And one tensor the index puts in a.safetensors that is not there: layer 2's only scale.
+  json parsed = json::parse(std::ifstream(index));
+  parsed["weight_map"]["layers.2.ffn.experts.0.w2.scale"] = "a.safetensors";
+  dir.Write("ckpt/model.safetensors.index.json", parsed.dump());
+  const AuditResult result = RunAudit({index}, KeepGoing(true));
+  EXPECT_EQ(ExitStatus(result), 2);
+  EXPECT_EQ(result.errors.size(), 2u);
+  EXPECT_TRUE(Judge(result, "layers.0.ffn.experts.W2").admitted) << LayerNames(result);
+  const Judged missing = Judge(result, "layers.1.ffn.experts.W2");
+  ASSERT_TRUE(missing.present) << LayerNames(result);
+  EXPECT_FALSE(missing.admitted);
+  EXPECT_NE(missing.problems.find("b.safetensors is missing"), std::string::npos) << missing.problems;
+  const Judged lacking = Judge(result, "layers.2.ffn.experts.W2");
+  ASSERT_TRUE(lacking.present) << LayerNames(result);
+  EXPECT_FALSE(lacking.admitted);
+  EXPECT_NE(lacking.problems.find("which has no such tensor"), std::string::npos) << lacking.problems;
 }
 
 }  // namespace
