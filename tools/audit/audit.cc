@@ -37,7 +37,34 @@ AuditResult RunAudit(const std::vector<std::string>& paths, const AuditOptions& 
   std::vector<std::string> files;
   for (const CheckpointFile& file : checkpoint.files) files.push_back(file.path);
   const MappedFiles source(std::move(files));
-  return AuditCheckpoint(std::move(checkpoint), source, options);
+  AuditResult result = AuditCheckpoint(std::move(checkpoint), source, options);
+  if (result.stopped) return result;
+  for (const UnindexedFile& file : result.checkpoint.unindexed) {
+    UnindexedAudit audit;
+    audit.file = file;
+    const std::string beside = fmt::format("a file beside the index {} that it does not name", file.index);
+    if (!file.error.empty()) {
+      result.errors.push_back({file.file, "", fmt::format("{} ({})", file.error, beside)});
+      result.unindexed.push_back(std::move(audit));
+      continue;
+    }
+    AuditOptions own_options = options;
+    own_options.keep_going = true;  // all of it, whatever the main audit's flag: it is reported apart
+    own_options.scan.progress = nullptr;
+    const AuditResult own = RunAudit({file.file}, own_options);
+    audit.audited = true;
+    audit.layers = own.plan.layers.size();
+    for (const KernelLayer& layer : own.plan.layers) {
+      if (!JudgeLayer(own, layer).admitted) audit.refused.push_back(layer.name);
+    }
+    audit.no_kernel_layer = FindNoKernelLayer(own).has_value();
+    for (const TensorScan& scan : own.scan.tensors) audit.refused_bytes += scan.refused;
+    for (const AuditError& error : own.errors) {
+      result.errors.push_back({error.file, error.tensor, fmt::format("{} ({})", error.message, beside)});
+    }
+    result.unindexed.push_back(std::move(audit));
+  }
+  return result;
 }
 
 LayerVerdict JudgeLayer(const AuditResult& result, const KernelLayer& layer) {
@@ -129,6 +156,9 @@ int ExitStatus(const AuditResult& result) {
   if (FindNoKernelLayer(result)) return 2;
   for (const KernelLayer& layer : result.plan.layers) {
     if (!JudgeLayer(result, layer).admitted) return 1;
+  }
+  for (const UnindexedAudit& unindexed : result.unindexed) {
+    if (!unindexed.refused.empty()) return 1;
   }
   return 0;
 }

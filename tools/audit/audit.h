@@ -24,6 +24,18 @@ struct AuditOptions {
   bool keep_going = false;  // audit the rest after an error (the exit status is still 2)
 };
 
+// A *.safetensors file beside an index that does not name it, audited as a checkpoint of its
+// own (so that its names cannot collide with the index's): its verdicts count in the exit
+// status, its errors are the audit's errors.
+struct UnindexedAudit {
+  UnindexedFile file;
+  bool audited = false;               // false: its header could not be read
+  size_t layers = 0;                  // kernel layers in it
+  std::vector<std::string> refused;   // those refused, by name
+  bool no_kernel_layer = false;       // it holds none (not an error for a file beside the index)
+  uint64_t refused_bytes = 0;         // scale bytes outside the admitted set, in a layer or not
+};
+
 struct AuditResult {
   Checkpoint checkpoint;
   AuditPlan plan;
@@ -34,6 +46,7 @@ struct AuditResult {
   // The audit ended at an error before judging anything (no --keep-going): its report is
   // partial and gives no verdict.
   bool stopped = false;
+  std::vector<UnindexedAudit> unindexed;  // RunAudit only
 };
 
 AuditResult RunAudit(const std::vector<std::string>& paths, const AuditOptions& options);

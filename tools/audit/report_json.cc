@@ -166,6 +166,20 @@ std::string JsonReport(const AuditResult& result) {
                       {"message", error.message}});
   }
   report["errors"] = std::move(errors);
+  Json unindexed = Json::array();
+  for (const UnindexedAudit& audit : result.unindexed) {
+    const UnindexedFile& file = audit.file;
+    unindexed.push_back({{"file", file.file},
+                         {"index", file.index},
+                         {"tensors", file.tensors ? Json(*file.tensors) : Json(nullptr)},
+                         {"also_in_index", file.also_in_index ? Json(*file.also_in_index) : Json(nullptr)},
+                         {"audited", audit.audited},
+                         {"layers", audit.layers},
+                         {"refused_layers", audit.refused},
+                         {"no_kernel_layer", audit.no_kernel_layer},
+                         {"refused_bytes", audit.refused_bytes}});
+  }
+  report["unindexed_files"] = std::move(unindexed);
   // Names come from the input: `replace` keeps the output valid UTF-8 whatever they hold.
   return report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }

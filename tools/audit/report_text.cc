@@ -125,13 +125,48 @@ std::string TextReport(const AuditResult& result) {
     text += fmt::format("in no kernel layer: {} ({}, e.g. {})\n", Count(entry.first, "scale tensor"), reason,
                         Quoted(entry.second));
   }
+  // Files beside the index that it does not name, each audited on its own.
+  size_t unindexed_refused = 0;
+  for (const UnindexedAudit& unindexed : result.unindexed) {
+    const UnindexedFile& file = unindexed.file;
+    std::string line = fmt::format("not in the index {}: {}", file.index, file.file);
+    if (!unindexed.audited) {
+      line += ": its header cannot be read (see the errors)";
+    } else {
+      line += fmt::format(" ({}, {} also named by the index), audited on its own: ", Count(*file.tensors, "tensor"),
+                          *file.also_in_index);
+      if (unindexed.no_kernel_layer) {
+        line += "no MXFP4 kernel layer";
+      } else {
+        line += fmt::format("{}, {} refused", Count(unindexed.layers, "kernel layer"), unindexed.refused.size());
+      }
+      for (size_t i = 0; i < unindexed.refused.size() && i < 3; ++i) {
+        line += fmt::format("{}{}", i == 0 ? " (" : ", ", unindexed.refused[i]);
+      }
+      if (!unindexed.refused.empty()) line += unindexed.refused.size() > 3 ? ", ...)" : ")";
+      if (unindexed.refused_bytes > 0) {
+        line += fmt::format("; {} outside {}", Count(unindexed.refused_bytes, "scale byte"), DescribeFoldAdmittedSet());
+      }
+    }
+    text += line + "\n";
+    unindexed_refused += unindexed.refused.size();
+  }
   const std::optional<NoKernelLayer> no_layer = FindNoKernelLayer(result);
   if (no_layer) text += no_layer->message + "\n";
   const int status = ExitStatus(result);
   if (status == 0) {
-    text += "verdict: every kernel layer admitted\n";
+    text += result.unindexed.empty() ? "verdict: every kernel layer admitted\n"
+                                     : "verdict: every kernel layer admitted, those of the files the index does not "
+                                       "name too\n";
+  } else if (status == 1 && refused_layers == 0) {
+    text += fmt::format("verdict: every kernel layer of the index admitted, but {} refused in files beside it that "
+                        "it does not name\n",
+                        Count(unindexed_refused, "kernel layer"));
   } else if (status == 1) {
-    text += fmt::format("verdict: {} of {} kernel layers refused\n", refused_layers, result.plan.layers.size());
+    text += fmt::format("verdict: {} of {} kernel layers refused{}\n", refused_layers, result.plan.layers.size(),
+                        unindexed_refused == 0
+                            ? std::string()
+                            : fmt::format(", and {} in files the index does not name", unindexed_refused));
   } else if (!result.errors.empty()) {
     text += fmt::format("verdict: {} (on stderr): the audit is incomplete\n", Count(result.errors.size(), "error"));
   } else {

@@ -2,7 +2,9 @@
 // with no kernel layer the audit knows, --keep-going with a tensor in two shards, with an
 // unreadable shard and with bad indexes, a *.safetensors beside an index that it does not
 // name, and the report after an error without --keep-going.
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -132,6 +134,62 @@ TEST(AuditCliKeepGoing, AnUnreadableShardsLayersAreRefused) {
   ASSERT_NE(layer, nullptr) << report.dump();
   EXPECT_EQ((*layer)["verdict"], "refused");
   EXPECT_EQ((*layer)["unread_tensors"], json::array({lost + ".scale"}));
+}
+
+// Issue 23, item 15: a *.safetensors beside an index that it does not name was ignored without
+// a word (it held 0xFF scales). It is named and audited on its own.
+TEST(AuditCliUnindexed, AFileBesideTheIndexIsNamedAndAudited) {
+  TempDir dir;
+  const std::string clean = "layers.0.ffn.experts.0.w2";
+  const std::vector<testing::TestTensor> indexed = {{clean + ".weight", "I8", {64, 16}},
+                                                    {clean + ".scale", "F8_E8M0", {64, 1}}};
+  dir.Write("ckpt/model-00001-of-00001.safetensors", BuildFile(indexed));
+  const std::string index = dir.Write(
+      "ckpt/model.safetensors.index.json",
+      json({{"weight_map", {{clean + ".weight", "model-00001-of-00001.safetensors"},
+                            {clean + ".scale", "model-00001-of-00001.safetensors"}}}})
+          .dump());
+  const std::string stray = dir.Write(
+      "ckpt/extra.safetensors", BuildFile({{"layers.5.ffn.experts.0.w2.weight", "I8", {64, 16}},
+                                           {"layers.5.ffn.experts.0.w2.scale", "F8_E8M0", {64, 1}, 0xFF}}));
+  for (const std::string& path : {dir.path() + "/ckpt", index}) {
+    const CliRun text = RunAuditCli(path);
+    EXPECT_EQ(text.status, 1) << text.out << text.err;
+    EXPECT_TRUE(Has(text.out, "not in the index " + index + ": " + stray +
+                                  " (2 tensors, 0 also named by the index), audited on its own: 1 kernel layer, 1 "
+                                  "refused (layers.5.ffn.experts.W2); 64 scale bytes outside 113..128"))
+        << text.out;
+    EXPECT_TRUE(Has(text.out, "verdict: every kernel layer of the index admitted, but 1 kernel layer refused in files "
+                              "beside it"))
+        << text.out;
+    const json report = JsonOf(RunAuditCli("--format=json " + path));
+    EXPECT_EQ(report["exit_status"], 1);
+    ASSERT_EQ(report["unindexed_files"].size(), 1u) << report.dump();
+    const json& entry = report["unindexed_files"][0];
+    EXPECT_EQ(entry["file"], stray);
+    EXPECT_EQ(entry["index"], index);
+    EXPECT_EQ(entry["tensors"], 2);
+    EXPECT_EQ(entry["also_in_index"], 0);
+    EXPECT_EQ(entry["audited"], true);
+    EXPECT_EQ(entry["refused_layers"], json::array({"layers.5.ffn.experts.W2"}));
+    EXPECT_EQ(entry["refused_bytes"], 64);
+  }
+  // A copy of the indexed tensors beside the index (a consolidated file): named, its names do
+  // not collide with the index's (it is audited apart), admitted.
+  std::filesystem::remove(stray);
+  const std::string copy = dir.Write("ckpt/consolidated.safetensors", BuildFile(indexed));
+  const CliRun consolidated = RunAuditCli("--format=json " + dir.path() + "/ckpt");
+  EXPECT_EQ(consolidated.status, 0) << consolidated.out << consolidated.err;
+  const json copy_report = JsonOf(consolidated);
+  ASSERT_EQ(copy_report["unindexed_files"].size(), 1u);
+  EXPECT_EQ(copy_report["unindexed_files"][0]["file"], copy);
+  EXPECT_EQ(copy_report["unindexed_files"][0]["also_in_index"], 2);
+  // One whose header cannot be read is an error that names it.
+  const std::string broken = dir.Write("ckpt/broken.safetensors", std::string("\x01", 1));
+  const CliRun bad = RunAuditCli(dir.path() + "/ckpt");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_TRUE(Has(bad.err, broken + ": truncated")) << bad.err;
+  EXPECT_TRUE(Has(bad.err, "a file beside the index " + index + " that it does not name")) << bad.err;
 }
 
 // Issue 23, item 15: after an error without --keep-going the report read like a result ("1
