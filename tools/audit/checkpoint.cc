@@ -177,8 +177,8 @@ struct Loader {
       }
     }
     if (Stop()) return;
-    // *.safetensors files beside the index that it does not name: not part of the checkpoint
-    // it describes, so not audited, but named with what their headers hold.
+    // *.safetensors files beside the index that it does not name: no part of the checkpoint it
+    // describes, but not to be passed over in silence (RunAudit audits each on its own).
     std::vector<std::string> beside;
     std::error_code error;
     for (fs::directory_iterator it(folder_name, error), end; !error && it != end; it.increment(error)) {
@@ -305,6 +305,14 @@ Checkpoint LoadCheckpoint(const std::vector<std::string>& paths, bool keep_going
     if (loader.Stop()) break;
     loader.Load(path);
   }
+  // A file beside an index that is also a PATH of its own is audited as such, and a folder
+  // named twice lists its files once.
+  std::set<std::string> listed;
+  std::erase_if(checkpoint.unindexed, [&](const UnindexedFile& file) {
+    std::error_code error;
+    const std::string canonical = fs::weakly_canonical(file.file, error).string();
+    return loader.seen.contains(canonical) || !listed.insert(canonical).second;
+  });
   return checkpoint;
 }
 

@@ -38,8 +38,9 @@ struct UnreadTensor {
   std::string why;    // "its shard ... is missing", ...
 };
 
-// A *.safetensors file beside an index that does not name it: not audited (it is no part of
-// the checkpoint the index describes), but reported with what its header holds.
+// A *.safetensors file beside an index that does not name it: no part of the checkpoint the
+// index describes, so not among `files`, but reported with what its header holds (RunAudit
+// audits it on its own).
 struct UnindexedFile {
   std::string file;
   std::string index;

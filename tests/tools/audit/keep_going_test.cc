@@ -302,5 +302,26 @@ TEST(KeepGoing, IndexNamingAMissingShardOrATensorItsShardLacks) {
   EXPECT_NE(lacking.problems.find("which has no such tensor"), std::string::npos) << lacking.problems;
 }
 
+// Issue 23, item 15: a file beside an index that the index does not name is reported and
+// audited on its own, once, and not at all apart when it is a PATH of the audit itself.
+TEST(Unindexed, AFileBesideTheIndexIsAuditedApartOnce) {
+  TempDir dir;
+  WriteSharded(dir, "ckpt", {{"a.safetensors", W2Tensors(0, 0, 1)}});
+  const std::string stray = dir.Write("ckpt/stray.safetensors", BuildFile(W2Tensors(0, 0, 1)));  // the same names
+  const AuditResult result = RunAudit({dir.path() + "/ckpt", dir.path() + "/ckpt/"}, KeepGoing(false));
+  EXPECT_TRUE(result.errors.empty()) << result.errors.front().message;
+  ASSERT_EQ(result.unindexed.size(), 1u);
+  EXPECT_EQ(result.unindexed[0].file.file, stray);
+  EXPECT_EQ(result.unindexed[0].file.also_in_index, 2u);
+  EXPECT_EQ(result.unindexed[0].file.tensors, 2u);
+  EXPECT_EQ(result.unindexed[0].layers, 1u);
+  EXPECT_EQ(ExitStatus(result), 0);
+  // Named as a PATH, it is part of the checkpoint (and here a duplicate of the index's names).
+  const AuditResult named = RunAudit({dir.path() + "/ckpt", stray}, KeepGoing(true));
+  EXPECT_TRUE(named.unindexed.empty());
+  EXPECT_EQ(named.checkpoint.files.size(), 2u);
+  EXPECT_EQ(ExitStatus(named), 2);
+}
+
 }  // namespace
 }  // namespace mxdiff::audit
