@@ -248,7 +248,8 @@ class LayerBuilder {
     for (const Member& member : members) {
       const ScaleTensor& scale = plan_.scales[member.scale];
       if (scale.weight && IsPackedFp4(checkpoint_.tensor(*scale.weight).dtype)) return true;
-      if (checkpoint_.unread.contains(scale.weight_name)) return true;  // unknown: judged (and refused) as one
+      // A weight that could not be read: unknown, so judged (and refused) as a kernel layer.
+      if (!scale.weight_name.empty() && checkpoint_.unread.contains(scale.weight_name)) return true;
       all_weights_known &= scale.weight.has_value();
     }
     if (!all_weights_known && members.front().role.kind != LayerKind::kSingle) return true;
@@ -271,7 +272,8 @@ class LayerBuilder {
   }
 
   void CheckWeight(KernelLayer& layer, const ScaleTensor& scale, const TensorInfo& info) {
-    if (const auto unread = checkpoint_.unread.find(scale.weight_name); !scale.weight && unread != checkpoint_.unread.end()) {
+    if (const auto unread = checkpoint_.unread.find(scale.weight_name);
+        !scale.weight && !scale.weight_name.empty() && unread != checkpoint_.unread.end()) {
       layer.problems.push_back({scale.name, fmt::format("its weight {} was not read: the index {} names it, but {}",
                                                         Quoted(scale.weight_name), unread->second.index,
                                                         unread->second.why)});
