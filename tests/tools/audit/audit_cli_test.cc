@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/tools/audit/audit_cli_runner.h"
 #include "tests/tools/audit/safetensors_builder.h"
 
 namespace mxdiff::audit {
@@ -18,31 +19,9 @@ namespace {
 
 const std::string kFixtures = MXDIFF_AUDIT_FIXTURES;
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using testing::CliRun;
 
-CliRun Mxdiff(const std::string& args) {
-  // One file per process and call: ctest runs these tests in parallel processes.
-  static int calls = 0;
-  const std::string err_file =
-      ::testing::TempDir() + "/audit_cli_stderr." + std::to_string(::getpid()) + "." + std::to_string(calls++) + ".txt";
-  const std::string command = std::string(MXDIFF_BINARY) + " audit " + args + " 2>" + err_file;
-  CliRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer;
-  size_t got;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), got);
-  const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream stream(err_file);
-  run.err.assign(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
-  std::remove(err_file.c_str());
-  return run;
-}
+CliRun Mxdiff(const std::string& args) { return testing::RunAuditCli(args); }
 
 TEST(AuditCli, ExitStatusZeroOneTwo) {
   const CliRun clean = Mxdiff(kFixtures + "/clean");
