@@ -113,6 +113,7 @@ class ShapeBench {
 
     VerdictInput input;
     input.bits_equal = true;
+    input.min_effect_us = config_.min_effect_us;
     for (const ExperimentReport& e : report.experiments) {
       if (e.protocol == Protocol::kNaive || !e.bits_checked || e.bits_equal) continue;
       input.bits_equal = false;

@@ -41,6 +41,7 @@ struct BenchConfig {
   std::optional<Tactic> tactic;  // pinned for both arms; absent: the dispatch table's (or --tune)
   bool tune = false;
   bool naive = false;
+  double min_effect_us = 0;  // the verdict's least |B - A| (verdict.h)
   StoppingRule stopping;
   int resamples = 10000;
   int check_resamples = 2000;

@@ -1,5 +1,8 @@
 #include "tools/bench/verdict.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "fmt/format.h"
 
 namespace mxdiff::bench {
@@ -12,6 +15,12 @@ std::string Describe(const DifferenceView& view) {
 }
 
 }  // namespace
+
+double NoiseFloorUs(const VerdictInput& input) {
+  double floor = input.min_effect_us;
+  if (input.same_arm) floor = std::max({floor, std::abs(input.same_arm->ci.low), std::abs(input.same_arm->ci.high)});
+  return floor;
+}
 
 std::string_view VerdictName(Verdict verdict) {
   switch (verdict) {
@@ -45,11 +54,6 @@ FinalVerdict DecideVerdict(const VerdictInput& input, std::string_view a_label, 
     if (!input.same_arm) missing += " A/A";
     return {Verdict::kIncomplete, fmt::format("no verdict: missing measurement(s):{}", missing)};
   }
-  if (DirectionOf(input.same_arm->ci) != Direction::kUnresolved) {
-    return {Verdict::kTooNoisy,
-            fmt::format("TOO NOISY: the A/A control ({} vs itself) shows a difference {}; no verdict", a_label,
-                        Describe(*input.same_arm))};
-  }
   const int sound_sign = Sign(input.sound->estimate);
   const int swapped_sign = Sign(input.swapped->estimate);
   const bool either_resolved = DirectionOf(input.sound->ci) != Direction::kUnresolved ||
@@ -60,16 +64,24 @@ FinalVerdict DecideVerdict(const VerdictInput& input, std::string_view a_label, 
                         "not the arm; no verdict",
                         b_label, a_label, Describe(*input.sound), Describe(*input.swapped))};
   }
-  switch (DirectionOf(input.sound->ci)) {
-    case Direction::kFaster:
-      return {Verdict::kFaster, fmt::format("{} is faster than {}: {}", b_label, a_label, Describe(*input.sound))};
-    case Direction::kSlower:
-      return {Verdict::kSlower, fmt::format("{} is slower than {}: {}", b_label, a_label, Describe(*input.sound))};
-    case Direction::kUnresolved:
-      break;
+  const double floor = NoiseFloorUs(input);
+  const Interval& sound = input.sound->ci;
+  const std::string beyond = fmt::format("beyond the noise floor of {:.3f} us", floor);
+  if (sound.high < -floor) {
+    return {Verdict::kFaster, fmt::format("{} is faster than {}: {}, {}", b_label, a_label, Describe(*input.sound), beyond)};
   }
-  return {Verdict::kUnresolved, fmt::format("no difference resolved at this noise between {} and {}: {}", a_label,
-                                            b_label, Describe(*input.sound))};
+  if (sound.low > floor) {
+    return {Verdict::kSlower, fmt::format("{} is slower than {}: {}, {}", b_label, a_label, Describe(*input.sound), beyond)};
+  }
+  if (DirectionOf(input.same_arm->ci) != Direction::kUnresolved && DirectionOf(sound) != Direction::kUnresolved) {
+    return {Verdict::kTooNoisy,
+            fmt::format("TOO NOISY: {} - {} is {}, but the A/A control ({} vs itself) shows {}: the difference does not "
+                        "lie beyond that noise floor; no verdict",
+                        b_label, a_label, Describe(*input.sound), a_label, Describe(*input.same_arm))};
+  }
+  return {Verdict::kUnresolved, fmt::format("no difference resolved beyond the noise floor of {:.3f} us between {} and "
+                                            "{}: {}",
+                                            floor, a_label, b_label, Describe(*input.sound))};
 }
 
 }  // namespace mxdiff::bench

@@ -39,6 +39,7 @@ ABSL_FLAG(bool, tune, false, "bench: choose the pinned tactic once with GemmRunn
 ABSL_FLAG(bool, naive, false, "bench: also run the seed's flawed protocol, beside the sound one");
 ABSL_FLAG(double, target_pct, 0.2, "bench: stop when the 95% CI half-width is below this % of A's median");
 ABSL_FLAG(double, budget_s, 10, "bench: time budget per measurement (sound, swapped, A/A, naive), seconds");
+ABSL_FLAG(double, min_effect_us, 0, "bench: a verdict needs |B - A| beyond this many us as well as beyond the A/A interval");
 ABSL_FLAG(int, min_rounds, 30, "bench: rounds before the interval may stop a measurement");
 ABSL_FLAG(int, max_rounds, 100000, "bench: rounds at most per measurement");
 ABSL_FLAG(int, bootstrap, 10000, "bench: bootstrap resamples of the final interval");
@@ -120,6 +121,7 @@ int BenchCommand(std::span<const std::string_view> args) {
   config.groups = absl::GetFlag(FLAGS_experts);
   config.rows_per_group = absl::GetFlag(FLAGS_rows);
   config.naive = absl::GetFlag(FLAGS_naive);
+  config.min_effect_us = absl::GetFlag(FLAGS_min_effect_us);
   config.stopping = bench::StoppingRule{.target_relative_half_width = absl::GetFlag(FLAGS_target_pct) / 100,
                                         .min_rounds = absl::GetFlag(FLAGS_min_rounds),
                                         .max_rounds = absl::GetFlag(FLAGS_max_rounds),
@@ -136,6 +138,7 @@ int BenchCommand(std::span<const std::string_view> args) {
       : config.rows_per_group < 1 || config.rows_per_group > 4096 ? "--rows must be 1..4096"
       : !(config.stopping.target_relative_half_width > 0) ? "--target_pct must be > 0"
       : !(config.stopping.budget_seconds > 0)             ? "--budget_s must be > 0"
+      : !(config.min_effect_us >= 0 && config.min_effect_us < 1e6) ? "--min_effect_us must be 0..1e6"
       : config.stopping.min_rounds < 2                    ? "--min_rounds must be >= 2"
       : config.stopping.max_rounds < config.stopping.min_rounds ? "--max_rounds must be >= --min_rounds"
       : config.resamples < 100                            ? "--bootstrap must be >= 100"
@@ -150,13 +153,13 @@ int BenchCommand(std::span<const std::string_view> args) {
   config.seed = absl::GetFlag(FLAGS_bench_seed);
   if (config.seed == 0) config.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   config.command = fmt::format("mxdiff bench --arms={} --shapes={} --experts={} --rows={}{}{}{} --target_pct={} "
-                               "--budget_s={} --min_rounds={} --max_rounds={} --bootstrap={} --sets_mb={} --calls={} "
-                               "--{}l2_flush --warmup={} --bench_seed={}",
+                               "--budget_s={} --min_effect_us={} --min_rounds={} --max_rounds={} --bootstrap={} --sets_mb={} "
+                               "--calls={} --{}l2_flush --warmup={} --bench_seed={}",
                                absl::GetFlag(FLAGS_arms), absl::GetFlag(FLAGS_shapes), config.groups,
                                config.rows_per_group, config.tactic ? " --tactic=" + TacticName(*config.tactic) : "",
                                config.tune ? " --tune" : "", config.naive ? " --naive" : "",
                                absl::GetFlag(FLAGS_target_pct), config.stopping.budget_seconds,
-                               config.stopping.min_rounds, config.stopping.max_rounds, config.resamples, sets_mb,
+                               config.min_effect_us, config.stopping.min_rounds, config.stopping.max_rounds, config.resamples, sets_mb,
                                config.calls, config.l2_flush ? "" : "no", config.warmup_passes, config.seed);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a timeout
   fmt::print("bench: seed {} (replay with --bench_seed={})\n", config.seed, config.seed);
