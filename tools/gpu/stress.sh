@@ -5,6 +5,9 @@
 # output that differs from the reference fails the step. Logs under $OUT (or ./gpu-suite-out).
 #   tools/gpu/stress.sh BUILD_DIR [SECONDS (default 60)] [PROCESSES (default 4)]
 # MXDIFF_SEED: the first process's seed (default a fresh one, printed); process i takes SEED + i.
+# With MXDIFF_FUZZ_BUILD_DIR (a libFuzzer build with fuzz_gemm), a fuzz_gemm campaign of
+# MXDIFF_STRESS_CAMPAIGN_WORKERS (default 8) workers on the GPU runs beside them for as long: the
+# load under which main b6b3e64 gave other bits (issue 23). Its findings fail the step too.
 set -uo pipefail
 build=${1:?usage: tools/gpu/stress.sh BUILD_DIR [SECONDS] [PROCESSES]}
 seconds=${2:-60}
@@ -24,6 +27,14 @@ for ((i = 0; i < processes; ++i)); do
     >"$out/stress_$i.log" 2>&1 &
   pids+=($!)
 done
+campaign_pid=
+if [ -n "${MXDIFF_FUZZ_BUILD_DIR:-}" ]; then
+  workers=${MXDIFF_STRESS_CAMPAIGN_WORKERS:-8}
+  echo "stress.sh: and a fuzz_gemm campaign of $workers workers ($MXDIFF_FUZZ_BUILD_DIR)"
+  python3 tools/campaign/campaign --build-dir "$MXDIFF_FUZZ_BUILD_DIR" --targets fuzz_gemm --gpu-workers 1 \
+    --workers-per-gpu "$workers" --time "$seconds" --out "$out/stress_campaign" >"$out/stress_campaign.log" 2>&1 &
+  campaign_pid=$!
+fi
 runs=0 failed_runs=0
 filter='GemmBitsTest.RepeatedRunsAreBitIdentical:GemmBitsTest.RandomShapesEveryTacticVariantAndSplitCount'
 while kill -0 "${pids[@]}" 2>/dev/null; do
@@ -40,6 +51,13 @@ for ((i = 0; i < processes; ++i)); do
   ((rc == 0)) || status=1
   echo "stress.sh: process $i (rc $rc): $(tail -n 1 "$out/stress_$i.log")"
 done
+if [ -n "$campaign_pid" ]; then
+  wait "$campaign_pid"
+  rc=$?
+  ((rc == 0)) || status=1
+  echo "stress.sh: campaign (rc $rc): $(grep -E '^fuzz_gemm ' "$out/stress_campaign.log" | tail -n 1)"
+  sed -n '/ findings:$/,$p' "$out/stress_campaign.log" | head -n 40 | sed 's/^/stress.sh: /'
+fi
 echo "stress.sh: kernels_gpu_test under the load: $failed_runs of $runs runs failed"
 ((failed_runs == 0)) || status=1
 exit $status
