@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""The campaign's own contract (tools/campaign/campaign, ./run's argument handling): the bounds of
+its numeric arguments, what it says about an --external that cannot be a kernel library, one-line
+usage errors, where libFuzzer's artifacts go, how long a campaign may run past --time, and the
+README's build paths. Table-driven like tests/tools/cli/cli_contract_test.py: each case runs one
+command under its own time limit and asserts exit status, what the output says and never says, and
+an optional check afterwards. Run by ctest (campaign_contract, tests/tools/campaign/CMakeLists.txt);
+by hand:
+
+  python3 tests/tools/campaign/campaign_test.py --repo . --build build-fuzz --fuzzing 1 \\
+      --example-kernel build-fuzz/fuzz/libmxdiff_example_kernel.so \\
+      --slow-kernel build-fuzz/tests/tools/campaign/libmxdiff_campaign_slow_kernel.so [-k SUBSTRING]
+
+Cases that need real libFuzzer binaries run only with --fuzzing 1 (the libFuzzer build's ctest).
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+NEVER = [r"Traceback \(most recent call last\)", r"terminate called", r"AddressSanitizer"]
+
+
+class Case:
+    def __init__(self, name, argv, status, says=(), never=(), timeout=60, env=None, check=None, before=None,
+                 cwd=None):
+        self.name, self.argv, self.status = name, argv, status
+        self.says, self.never = list(says), list(never) + NEVER
+        self.timeout, self.env, self.cwd = timeout, env or {}, cwd
+        self.check = check    # callable(output, seconds) -> error text or None, after the run
+        self.before = before  # callable() run first
+
+
+def run(case):
+    env = dict(os.environ, **case.env)
+    started = time.time()
+    process = subprocess.Popen(case.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                               start_new_session=True, cwd=case.cwd)
+    try:
+        output, _ = process.communicate(timeout=case.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return None, output.decode(errors="replace"), time.time() - started
+    return process.returncode, output.decode(errors="replace"), time.time() - started
+
+
+def write(path, data, mode=None):
+    with open(path, "wb") as out:
+        out.write(data)
+    if mode is not None:
+        os.chmod(path, mode)
+    return path
+
+
+def cores():
+    return len(os.sched_getaffinity(0)) or 1
+
+
+def build_cases(opt, tmp):
+    repo, build = opt.repo, opt.build
+    campaign = [sys.executable, os.path.join(repo, "tools", "campaign", "campaign")]
+    out = os.path.join(tmp, "out")
+    limit = 4 * cores()
+    cases = []
+
+    # --- item 6: every numeric argument has a documented maximum, checked before anything starts.
+    huge = "99999999999999999999"
+    cases += [
+        Case("--time past 7 days", campaign + ["--check-args", f"--time={huge}"], 2,
+             [r"argument --time: must be at most 604800 \(7 days\), got 99999999999999999999"]),
+        Case("--time at 7 days", campaign + ["--check-args", "--time=604800"], 0, [r"arguments ok"]),
+        Case("--time one past 7 days", campaign + ["--check-args", "--time=604801"], 2, [r"must be at most 604800"]),
+        Case("--jobs=5000", campaign + ["--check-args", "--jobs=5000"], 2,
+             [rf"argument --jobs: must be at most {limit} \(4 per core, {cores()} core\(s\)\), got 5000"]),
+        Case("--jobs huge", campaign + ["--check-args", f"--jobs={huge}"], 2, [rf"must be at most {limit}"]),
+        Case("--jobs at the bound", campaign + ["--check-args", f"--jobs={limit}"], 0, [r"arguments ok"]),
+        Case("--jobs one past the bound", campaign + ["--check-args", f"--jobs={limit + 1}"], 2,
+             [rf"must be at most {limit}"]),
+        Case("--gpu-workers huge", campaign + ["--check-args", f"--gpu-workers={huge}"], 2,
+             [r"argument --gpu-workers: must be at most 64"]),
+        Case("--workers-per-gpu huge", campaign + ["--check-args", f"--workers-per-gpu={huge}"], 2,
+             [rf"argument --workers-per-gpu: must be at most {limit}"]),
+        Case("--progress huge", campaign + ["--check-args", f"--progress={huge}"], 2,
+             [r"argument --progress: must be at most 3600"]),
+        Case("--progress 0 is allowed", campaign + ["--check-args", "--progress=0"], 0, [r"arguments ok"]),
+    ]
+    return cases
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", required=True)
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--example-kernel", required=True)
+    parser.add_argument("--slow-kernel", required=True)
+    parser.add_argument("--fuzzing", type=int, default=0)
+    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
+    opt = parser.parse_args()
+    opt.repo, opt.build = os.path.abspath(opt.repo), os.path.abspath(opt.build)
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="mxdiff-campaign-") as tmp:
+        cases = [c for c in build_cases(opt, tmp) if opt.k in c.name]
+        for case in cases:
+            if case.before:
+                case.before()
+            status, output, seconds = run(case)
+            problems = []
+            if status is None:
+                problems.append(f"no exit within {case.timeout} s (a hang): killed")
+            elif status != case.status:
+                problems.append(f"exit status {status}, expected {case.status}")
+            for pattern in case.says:
+                if not re.search(pattern, output, re.M):
+                    problems.append(f"output lacks /{pattern}/")
+            for pattern in case.never:
+                if re.search(pattern, output, re.M):
+                    problems.append(f"output has /{pattern}/")
+            if case.check and status is not None:
+                extra = case.check(output, seconds)
+                if extra:
+                    problems.append(extra)
+            print(f"{'ok  ' if not problems else 'FAIL'} {case.name} (exit {status}, {seconds:.1f} s)", flush=True)
+            if problems:
+                failures += 1
+                env = " ".join(f"{k}={v}" for k, v in case.env.items())
+                print(f"     command: {env + ' ' if env else ''}{' '.join(case.argv)}"
+                      + (f" (in {case.cwd})" if case.cwd else ""))
+                for p in problems:
+                    print(f"     {p}")
+                print("     output:\n" + "\n".join("       | " + line for line in output.splitlines()[-40:]))
+        print(f"{len(cases) - failures} of {len(cases)} cases passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
