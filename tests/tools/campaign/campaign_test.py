@@ -89,7 +89,40 @@ def build_cases(opt, tmp):
              [r"argument --progress: must be at most 3600"]),
         Case("--progress 0 is allowed", campaign + ["--check-args", "--progress=0"], 0, [r"arguments ok"]),
     ]
-    return cases
+
+    # --- item 7: an --external that exists but cannot be a kernel library says what it is.
+    library_dir = os.path.join(tmp, "a-folder.so")
+    os.makedirs(library_dir)
+    fifo = os.path.join(tmp, "a-fifo.so")
+    os.mkfifo(fifo)
+    text = write(os.path.join(tmp, "text.so"), b"not an ELF file\n")
+    unreadable = write(os.path.join(tmp, "unreadable.so"), open(opt.example_kernel, "rb").read()
+                       if os.path.exists(opt.example_kernel) else b"\x7fELF", 0o000)
+    gemm = ["--check-args", "--targets", "fuzz_gemm", "--external"]
+    cases += [
+        Case("--external DIR", campaign + gemm + [library_dir], 2,
+             [r"--external .*a-folder\.so: is a directory, not a shared library"], [r"no such file"]),
+        Case("--external /dev/zero", campaign + gemm + ["/dev/zero"], 2,
+             [r"--external /dev/zero: is a character device, not a regular file"], [r"no such file"]),
+        Case("--external FIFO does not block", campaign + gemm + [fifo], 2,
+             [r"--external .*a-fifo\.so: is a FIFO, not a regular file"], timeout=20),
+        Case("--external of a text file", campaign + gemm + [text], 2,
+             [r"--external .*text\.so: not a shared library \(it does not start with the ELF magic"]),
+        Case("--external of an ELF executable", campaign + gemm + [sys.executable], 2,
+             [r"not a shared library \(an ELF file, but an executable\)"]) if elf_type(sys.executable) == 2 else None,
+        Case("--external of an unreadable file", campaign + gemm + [unreadable], 2,
+             [r"--external .*unreadable\.so: not readable \(permission denied\)"]) if os.geteuid() != 0 else None,
+        Case("--external of a missing file", campaign + gemm + [os.path.join(tmp, "missing.so")], 2,
+             [r"--external .*missing\.so: no such file"]),
+        Case("--external of a real library", campaign + gemm + [opt.example_kernel], 0, [r"arguments ok"]),
+    ]
+    return [case for case in cases if case is not None]
+
+
+def elf_type(path):
+    with open(path, "rb") as binary:
+        header = binary.read(18)
+    return int.from_bytes(header[16:18], "little") if header[:4] == b"\x7fELF" else None
 
 
 def main():

@@ -290,7 +290,8 @@ def build_cases(opt, tmp):
             return {t: sorted(os.listdir(os.path.join(repo, "corpus", t))) for t in os.listdir(os.path.join(repo, "corpus"))
                     if os.path.isdir(os.path.join(repo, "corpus", t))}
         listing = {}
-        bad_library = write(os.path.join(tmp, "not-a-library.so"), b"not an ELF file")
+        # ELF magic and type (so the campaign's --external check lets it through), nothing loadable after.
+        bad_library = write(os.path.join(tmp, "not-a-library.so"), b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00")
         cases += [
             Case("campaign fuzzes a CPU target and leaves corpus/ alone",
                  campaign + ["--build-dir", build, "--targets", "fuzz_dispatch", "--jobs", "1", "--time", "3",
