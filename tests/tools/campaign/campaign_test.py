@@ -116,6 +116,29 @@ def build_cases(opt, tmp):
              [r"--external .*missing\.so: no such file"]),
         Case("--external of a real library", campaign + gemm + [opt.example_kernel], 0, [r"arguments ok"]),
     ]
+
+    # --- item 9: a usage error is one line; ./run's are run's.
+    def one_line(output, _seconds):
+        lines = [line for line in output.splitlines() if line.strip()]
+        return None if len(lines) == 1 else f"{len(lines)} lines, expected one"
+    run_job = [os.path.join(repo, "run")]
+    cases += [
+        Case("an unknown argument is one line", campaign + ["--bogus"], 2,
+             [r"^campaign: unrecognized arguments: --bogus \(campaign --help lists the arguments\)$"], [r"usage:"],
+             check=one_line),
+        Case("a missing value is one line", campaign + ["--time"], 2,
+             [r"^campaign: argument --time: expected one argument"], [r"usage:"], check=one_line),
+        Case("a bad value is one line", campaign + ["--jobs", "x"], 2,
+             [r"^campaign: argument --jobs: 'x' is not a whole number"], [r"usage:"], check=one_line),
+        Case("--help keeps the usage", campaign + ["--help"], 0, [r"^usage: campaign", r"--time TIME"]),
+        Case("./run --bogus is run's error, in one line", run_job + ["--bogus"], 2,
+             [r"^run: unrecognized arguments: --bogus \(\./run --help lists the arguments\)$"],
+             [r"usage:", r"^campaign:"], check=one_line, timeout=120),
+        Case("./run --jobs 0 is run's error", run_job + ["--jobs", "0"], 2,
+             [r"^run: argument --jobs: must be at least 1, got 0"], [r"^campaign:"], check=one_line, timeout=120),
+        Case("./run --targets bogus is run's error", run_job + ["--targets", "bogus"], 2,
+             [r"^run: unknown targets bogus"], [r"^campaign:"], check=one_line, timeout=120),
+    ]
     return [case for case in cases if case is not None]
 
 
