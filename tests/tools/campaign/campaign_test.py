@@ -57,6 +57,14 @@ def write(path, data, mode=None):
     return path
 
 
+def fake_fuzzer(path, body):
+    """An executable that passes the campaign's libFuzzer check (it names libFuzzer's flags) and does
+    what `body` (sh) says."""
+    with open(path, "w") as out:
+        out.write("#!/bin/sh\n# looks like libFuzzer: max_total_time merge_control_file\n" + body + "\n")
+    os.chmod(path, 0o755)
+
+
 def cores():
     return len(os.sched_getaffinity(0)) or 1
 
@@ -139,6 +147,56 @@ def build_cases(opt, tmp):
         Case("./run --targets bogus is run's error", run_job + ["--targets", "bogus"], 2,
              [r"^run: unknown targets bogus"], [r"^campaign:"], check=one_line, timeout=120),
     ]
+
+    # --- item 23: every libFuzzer invocation (the workers and the merge) writes its artifacts under
+    # --out, whatever the working directory. The fake target does what libFuzzer does: it writes
+    # at -artifact_prefix, which is the working directory when the flag is missing (a worker writes
+    # its slowest input, which is no finding; the merge an input that crashed it).
+    fake = os.path.join(tmp, "fake-build")
+    os.makedirs(os.path.join(fake, "fuzz"))
+    fake_fuzzer(os.path.join(fake, "fuzz", "fuzz_dispatch"), """
+prefix=""; merge=0
+for arg in "$@"; do
+  case "$arg" in -artifact_prefix=*) prefix="${arg#-artifact_prefix=}" ;; -merge=1) merge=1 ;; esac
+done
+if [ "$merge" = 1 ]; then
+  echo x > "${prefix}crash-fakemerge"; echo "Test unit written to ${prefix}crash-fakemerge" >&2; exit 0
+fi
+echo x > "${prefix}slow-unit-fakeworker"; echo "Test unit written to ${prefix}slow-unit-fakeworker" >&2
+printf '#2\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\n' >&2
+echo "stat::number_of_executed_units: 50" >&2; exit 0""")
+    scratch = os.path.join(tmp, "scratch-cwd")
+    os.makedirs(scratch)
+    fake_out = os.path.join(tmp, "fake-out")
+
+    def nothing_in(folder, also=None):
+        def check(_output, _seconds):
+            left = os.listdir(folder)
+            if left:
+                return f"the working directory {folder} holds {', '.join(sorted(left))}"
+            return also() if also else None
+        return check
+
+    def artifacts_under_out():
+        found = [name for _, _, files in os.walk(fake_out) for name in files]
+        missing = [name for name in ("merge-crash-fakemerge",) if name not in found]
+        worker = [name for name in found if name.endswith("slow-unit-fakeworker")]
+        return (f"no {', '.join(missing)} under --out" if missing else
+                None if worker else "no worker artifact under --out")
+    cases += [
+        Case("artifacts of the workers and the merge go under --out, not the working directory",
+             campaign + ["--build-dir", fake, "--targets", "fuzz_dispatch", "--jobs", "1", "--time", "1",
+                         "--out", fake_out, "--progress", "0"], 0, [r"fuzz_dispatch\s+1\s.*\bok$"],
+             cwd=scratch, check=nothing_in(scratch, artifacts_under_out)),
+    ]
+    if opt.fuzzing:
+        real_scratch = os.path.join(tmp, "scratch-cwd-real")
+        os.makedirs(real_scratch)
+        cases.append(Case("a real campaign whose merge crashes leaves nothing in the working directory",
+                          campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.example_kernel,
+                                      "--jobs", "1", "--time", "3", "--out", out, "--progress", "0"], 1,
+                          [r"mismatch/ext-example-reference/"], env={"MXDIFF_EXAMPLE_KERNEL_FLIP": "1"},
+                          cwd=real_scratch, check=nothing_in(real_scratch), timeout=300))
     return [case for case in cases if case is not None]
 
 
