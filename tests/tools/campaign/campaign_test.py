@@ -14,12 +14,14 @@ by hand:
 Cases that need real libFuzzer binaries run only with --fuzzing 1 (the libFuzzer build's ctest).
 """
 import argparse
+import glob
 import os
 import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 NEVER = [r"Traceback \(most recent call last\)", r"terminate called", r"AddressSanitizer"]
@@ -197,6 +199,89 @@ echo "stat::number_of_executed_units: 50" >&2; exit 0""")
                                       "--jobs", "1", "--time", "3", "--out", out, "--progress", "0"], 1,
                           [r"mismatch/ext-example-reference/"], env={"MXDIFF_EXAMPLE_KERNEL_FLIP": "1"},
                           cwd=real_scratch, check=nothing_in(real_scratch), timeout=300))
+
+    # --- item 8: the wall time. A worker past --time is stopped (SIGABRT: libFuzzer writes the input
+    # it is in; SIGKILL 5 s later if that did not end it), its input kept; the merge has a limit of
+    # its own (30 s here) and its new inputs stay in out/ when it runs out. The bound: --time + 10 +
+    # 5 + 30 s, and a few seconds for the campaign itself.
+    slow_build = os.path.join(tmp, "slow-build")
+    os.makedirs(os.path.join(slow_build, "fuzz"))
+    first = os.path.join(tmp, "slow-first-worker")
+    fake_fuzzer(os.path.join(slow_build, "fuzz", "fuzz_transform"), f"""
+prefix=""; merge=0; new=""
+for arg in "$@"; do
+  case "$arg" in -artifact_prefix=*) prefix="${{arg#-artifact_prefix=}}" ;; -merge=1) merge=1 ;;
+    -*) ;; *) [ -z "$new" ] && new="$arg" ;; esac
+done
+[ "$merge" = 1 ] && exec sleep 1000  # a merge that never ends
+printf '#2\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\n' >&2
+printf '#100\tNEW    cov: 11 ft: 12 corp: 2/2b exec/s: 50 rss: 30Mb\n' >&2
+echo "input of $$" > "$new/new-input-$$"
+if mkdir {first} 2>/dev/null; then  # libFuzzer's SIGABRT handler: write the current input, exit
+  sleep 1000 & child=$!
+  trap 'echo big > "${{prefix}}crash-fakeslow"; echo "==1== ERROR: libFuzzer: deadly signal" >&2
+        echo "SUMMARY: libFuzzer: deadly signal" >&2; echo "Test unit written to ${{prefix}}crash-fakeslow" >&2
+        kill $child; exit 1' ABRT
+  wait $child
+else  # a worker that does not answer SIGABRT
+  trap '' ABRT; exec sleep 1000
+fi""")
+    slow_out = os.path.join(tmp, "slow-out")
+    bound = 1 + 10 + 5 + 30
+
+    def within(seconds_allowed, extra=None):
+        def check(output, seconds):
+            if seconds > seconds_allowed:
+                return f"took {seconds:.0f} s, more than {seconds_allowed} s"
+            kept = re.search(r"the input it was running: (\S+)", output)
+            if kept and not os.path.isfile(kept.group(1)):
+                return f"{kept.group(1)} does not exist"
+            return extra(output) if extra else None
+        return check
+
+    def unmerged_kept(output):
+        folder = re.search(r"new input\(s\) are kept unmerged in (\S+)", output)
+        if not folder or not os.path.isdir(folder.group(1)):
+            return "no folder of unmerged inputs named"
+        return None if any(f.startswith("new-input-") for f in os.listdir(folder.group(1))) else \
+            f"{folder.group(1)} lost the new inputs"
+    cases += [
+        Case("workers past --time are stopped and the merge is bounded",
+             campaign + ["--build-dir", slow_build, "--targets", "fuzz_transform", "--jobs", "2", "--time", "1",
+                         "--out", slow_out, "--progress", "0"], 0,
+             [r"fuzz_transform worker [01] was still running 10 s past --time: stopped \(SIGABRT\); the input it "
+              r"was running: \S+/stopped-w[01]-fakeslow$",
+              r"fuzz_transform worker [01] was still running 10 s past --time: stopped \(SIGABRT, then SIGKILL 5 s "
+              r"later\); it wrote no input",
+              r"fuzz_transform: merge ran out of its 30 s limit and was stopped; the 2 new input\(s\) are kept "
+              r"unmerged in \S+/new$",
+              r"fuzz_transform\s+2\s.*\s\d+ -> \?\s+0\s+ok \(2 worker\(s\) stopped at the time limit\)$"],
+             [r"sanitizer/libFuzzer/deadly", r"did not fuzz"], timeout=bound + 60,
+             check=within(bound + 8, unmerged_kept)),
+    ]
+    if opt.fuzzing:
+        real_bound = 5 + 10 + 5 + 30
+        real_out = os.path.join(tmp, "slow-real-out")
+        flag = os.path.join(tmp, "slow-kernel-now")
+
+        def slow_once_fuzzing():
+            """Creates the slow kernel's flag file once the worker's log says INITED (it fuzzes)."""
+            def watch():
+                deadline = time.time() + 200
+                while time.time() < deadline:
+                    for log in glob.glob(os.path.join(real_out, "*", "fuzz_gemm", "worker0.log")):
+                        if re.search(r"^#\d+\s+INITED", open(log, errors="replace").read(), re.M):
+                            open(flag, "w").close()
+                            return
+                    time.sleep(0.1)
+            threading.Thread(target=watch, daemon=True).start()
+        cases.append(Case("a real worker stuck in an input past --time is stopped, its input kept",
+                          campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.slow_kernel,
+                                      "--jobs", "1", "--time", "5", "--out", real_out, "--progress", "0"], 0,
+                          [r"fuzz_gemm worker 0 was still running 10 s past --time: stopped \(SIGABRT\); the input "
+                           r"it was running: \S+/stopped-w0-\w+$", r"merge ran out of its 30 s limit"],
+                          [r"sanitizer/libFuzzer/deadly", r"did not fuzz"], env={"MXDIFF_SLOW_KERNEL_WHEN": flag},
+                          before=slow_once_fuzzing, timeout=real_bound + 60, check=within(real_bound + 15)))
     return [case for case in cases if case is not None]
 
 

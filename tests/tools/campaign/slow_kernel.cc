@@ -1,7 +1,10 @@
 // An external kernel (fuzz/modules/mxdiff_kernel_abi.h) for the campaign's wall-time test: it
-// supports nothing (every call returns MXDIFF_KERNEL_UNSUPPORTED, which is not a finding) until
-// MXDIFF_SLOW_KERNEL_AFTER seconds (default 2) have passed since its first call; from then on a
-// call never returns, as a worker stuck in one very large input would. Only a signal ends it.
+// supports nothing (every call returns MXDIFF_KERNEL_UNSUPPORTED, which is not a finding) until the
+// file that MXDIFF_SLOW_KERNEL_WHEN names exists (the test creates it once the worker fuzzes); from
+// then on a call never returns, as a worker stuck in one very large input would. Only a signal
+// ends it.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -12,11 +15,8 @@
 namespace {
 
 int RunSlowKernel(const mxdiff_problem*, uint16_t*, char* message, size_t message_size) {
-  using Clock = std::chrono::steady_clock;
-  static const Clock::time_point first = Clock::now();
-  const char* after = std::getenv("MXDIFF_SLOW_KERNEL_AFTER");
-  const double seconds = after == nullptr ? 2.0 : std::atof(after);
-  if (std::chrono::duration<double>(Clock::now() - first).count() >= seconds) {
+  const char* when = std::getenv("MXDIFF_SLOW_KERNEL_WHEN");
+  if (when != nullptr && access(when, F_OK) == 0) {
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   if (message != nullptr && message_size > 0) {
