@@ -282,6 +282,96 @@ fi""")
                            r"it was running: \S+/stopped-w0-\w+$", r"merge ran out of its 30 s limit"],
                           [r"sanitizer/libFuzzer/deadly", r"did not fuzz"], env={"MXDIFF_SLOW_KERNEL_WHEN": flag},
                           before=slow_once_fuzzing, timeout=real_bound + 60, check=within(real_bound + 15)))
+
+    # --- item 18: the verdict is the last line (run's under ./run), and the table is explained.
+    verdict_build = os.path.join(tmp, "verdict-build")
+    os.makedirs(os.path.join(verdict_build, "fuzz"))
+    fuzzed = ("printf '#2\\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\\n' >&2\n"
+              "echo 'stat::number_of_executed_units: 50' >&2\n")
+    fake_fuzzer(os.path.join(verdict_build, "fuzz", "fuzz_dispatch"), fuzzed + "exit 0")
+    fake_fuzzer(os.path.join(verdict_build, "fuzz", "fuzz_reference"), """
+for arg in "$@"; do case "$arg" in -artifact_prefix=*) prefix="${arg#-artifact_prefix=}" ;; -merge=1) exit 0 ;; esac
+done
+""" + fuzzed + """echo x > "${prefix}crash-fake"; echo "SUMMARY: libFuzzer: deadly signal" >&2
+echo "Test unit written to ${prefix}crash-fake" >&2; exit 1""")
+    fake_fuzzer(os.path.join(verdict_build, "fuzz", "fuzz_transform"), "echo 'fuzz_transform: cannot start' >&2; exit 2")
+    verdict_out = os.path.join(tmp, "verdict-out")
+    quick = ["--build-dir", verdict_build, "--jobs", "1", "--time", "1", "--out", verdict_out, "--progress", "0"]
+
+    def last_line(pattern):
+        def check(output, _seconds):
+            lines = [line for line in output.splitlines() if line.strip()]
+            return None if lines and re.fullmatch(pattern, lines[-1]) else \
+                f"the last line is {lines[-1] if lines else 'missing'!r}, not /{pattern}/"
+        return check
+    legend = [r"^  execs/s: execs / time s; sum of worker exec/s: ", r"cov: code edges reached, ft: features",
+              r"corpus: files in corpus/<target>/ -> files after merging"]
+    cases += [
+        Case("a clean campaign ends with its verdict", campaign + quick + ["--targets", "fuzz_dispatch"], 0, legend,
+             check=last_line(r"campaign: clean: 1 target\(s\) fuzzed for 1 s each, no findings")),
+        Case("under ./run the verdict is run's", campaign + quick + ["--targets", "fuzz_dispatch"], 0,
+             env={"MXDIFF_CAMPAIGN_NAME": "run"},
+             check=last_line(r"run: clean: 1 target\(s\) fuzzed for 1 s each, no findings")),
+        Case("findings end with a FINDINGS verdict", campaign + quick + ["--targets", "fuzz_reference"], 1,
+             check=last_line(r"campaign: FINDINGS: 1 signature\(s\) in fuzz_reference \(1\), listed above with "
+                             r"their repro commands \(exit 1\)")),
+        Case("a worker that did not fuzz ends with NOT FUZZED", campaign + quick + ["--targets",
+                                                                                 "fuzz_transform,fuzz_reference"], 3,
+             check=last_line(r"campaign: NOT FUZZED: 1 worker\(s\) did not fuzz, named above; findings in "
+                             r"fuzz_reference \(1\) \(exit 3\)")),
+    ]
+
+    # --- items 17 and 18: ./run's steps are not in ninja's [n/N] notation and its campaign speaks as
+    # run; every build path the READMEs name is a target of that build, and the paths of the
+    # README's "After ./run" block are targets ./run builds (checked on the text of ./run: running
+    # it builds everything, far too slow for a test).
+    def run_script_check(_output, _seconds):
+        text = open(os.path.join(repo, "run")).read()
+        steps = re.findall(r'^say "([^"]*)', text, re.M)
+        problems = [f"./run step {step!r} is not 'step N of 4: ...'" for step in steps
+                    if not re.match(r"step [1-4] of 4: ", step)]
+        if len(steps) != 4:
+            problems.append(f"./run announces {len(steps)} steps, not 4")
+        if not re.search(r"^MXDIFF_CAMPAIGN_NAME=run exec python3 tools/campaign/campaign ", text, re.M):
+            problems.append("./run does not run the campaign as run (MXDIFF_CAMPAIGN_NAME=run)")
+        return "; ".join(problems) or None
+    cases.append(Case("./run names its steps apart from ninja's and ends with run's verdict", ["true"], 0,
+                      check=run_script_check))
+
+    def readme_paths_check(_output, _seconds):
+        prefix = "build-fuzz" if opt.fuzzing else "build"
+        listing = subprocess.run(["ninja", "-C", build, "-t", "targets", "all"], capture_output=True, text=True)
+        if listing.returncode != 0:
+            return f"ninja -C {build} -t targets all failed: {listing.stderr.strip()}"
+        outputs = {line.split(":", 1)[0] for line in listing.stdout.splitlines()}
+        problems = []
+        path_re = re.compile(r"(?<![\w/.-])(build(?:-fuzz)?)/([\w.+/-]*\w)")
+        for readme in ("README.md", os.path.join("fuzz", "README.md"), os.path.join("tools", "README.md")):
+            text = open(os.path.join(repo, readme)).read()
+            for match in path_re.finditer(text):
+                if match.group(1) == prefix and "<" not in text[match.end():match.end() + 2] \
+                        and match.group(2) not in outputs:
+                    problems.append(f"{readme} names {match.group(0)}, which {prefix}/ does not build")
+        # The README's block of paths that exist after ./run: each is a target ./run builds.
+        text = open(os.path.join(repo, "README.md")).read()
+        block = re.search(r"^After `\./run`.*?(?=^After `\./test`)", text, re.M | re.S)
+        if not block:
+            return "; ".join(problems + ["README.md has no 'After `./run`' block before 'After `./test`'"])
+        run_text = open(os.path.join(repo, "run")).read()
+        built = {"build": re.findall(r'cmake --build "\$build_dir" [^\n]*--target (.*?)(?: \|\||$)', run_text, re.M),
+                 "build-fuzz": re.findall(r'cmake --build "\$fuzz_build_dir" [^\n]*--target (.*?)(?: \|\||$)',
+                                          run_text, re.M)}
+        built = {key: " ".join(value).split() for key, value in built.items()}
+        for match in path_re.finditer(block.group(0)):
+            name = os.path.basename(match.group(2))
+            name = re.sub(r"^lib(.*)\.so$", r"\1", name)
+            targets = built[match.group(1)]
+            if name not in targets and not (name.startswith("fuzz_") and "$targets" in targets):
+                problems.append(f"README.md's After ./run block names {match.group(0)}, which ./run does not build "
+                                f"(it builds {' '.join(targets)} in {match.group(1)}/)")
+        return "; ".join(problems) or None
+    cases.append(Case("the READMEs' build paths are targets of their build, and ./run builds those it promises",
+                      ["true"], 0, check=readme_paths_check))
     return [case for case in cases if case is not None]
 
 
