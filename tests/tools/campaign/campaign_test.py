@@ -372,6 +372,34 @@ echo "Test unit written to ${prefix}crash-fake" >&2; exit 1""")
         return "; ".join(problems) or None
     cases.append(Case("the READMEs' build paths are targets of their build, and ./run builds those it promises",
                       ["true"], 0, check=readme_paths_check))
+
+    # --- MXDIFF_REQUIRE_GPU (fuzz/README.md): where nvidia-smi lists a GPU, the campaign's GPU
+    # workers get MXDIFF_REQUIRE_GPU=1, so one that cannot use it stops instead of fuzzing its CPU
+    # side. A fake nvidia-smi lists one GPU; the fake fuzz_layer reports what it was given.
+    fake_bin = os.path.join(tmp, "fake-nvidia-bin")
+    os.makedirs(fake_bin)
+    write(os.path.join(fake_bin, "nvidia-smi"), b"#!/bin/sh\necho 'GPU 0: Fake GPU (UUID: GPU-0)'\n", 0o755)
+    gpu_build = os.path.join(tmp, "gpu-build")
+    os.makedirs(os.path.join(gpu_build, "fuzz"))
+    fake_fuzzer(os.path.join(gpu_build, "fuzz", "fuzz_layer"), """
+if [ "$MXDIFF_REQUIRE_GPU" = 1 ]; then
+  echo "fuzz_layer: MXDIFF_REQUIRE_GPU=1 (a GPU is present) but no device, not fuzzing: fake" >&2; exit 2
+fi
+echo "fuzz_layer: no device (fake): checking the CPU side only" >&2
+printf '#2\\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\\n' >&2
+echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
+    with_gpu = {"PATH": fake_bin + os.pathsep + os.environ.get("PATH", "")}
+    cases.append(Case("a GPU target that cannot use a listed GPU fails the campaign",
+                      campaign + ["--build-dir", gpu_build, "--targets", "fuzz_layer", "--time", "1", "--out", out,
+                                  "--progress", "0"], 3,
+                      [r"fuzz_layer worker 0 did not fuzz: stopped before fuzzing \(exit 2\): fuzz_layer: "
+                       r"MXDIFF_REQUIRE_GPU=1 \(a GPU is present\)"], env=with_gpu))
+    if opt.fuzzing:
+        cases.append(Case("fuzz_gemm without a usable GPU on a GPU machine fails the campaign",
+                          campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--time", "2", "--out", out,
+                                      "--progress", "0"], 3,
+                          [r"fuzz_gemm worker 0 did not fuzz: stopped before fuzzing .*MXDIFF_REQUIRE_GPU=1 \(a GPU is "
+                           r"present\)"], env=with_gpu, timeout=120))
     return [case for case in cases if case is not None]
 
 
