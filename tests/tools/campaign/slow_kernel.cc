@@ -2,7 +2,8 @@
 // supports nothing (every call returns MXDIFF_KERNEL_UNSUPPORTED, which is not a finding) until the
 // file that MXDIFF_SLOW_KERNEL_WHEN names exists (the test creates it once the worker fuzzes); from
 // then on a call never returns, as a worker stuck in one very large input would. Only a signal
-// ends it.
+// ends it. With MXDIFF_SLOW_KERNEL_ABORT_AFTER=N, every call after the process's N-th aborts (a
+// crash on an input: in a merge too, once the known cases of fuzz_gemm's start-up are past).
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +16,9 @@
 namespace {
 
 int RunSlowKernel(const mxdiff_problem*, uint16_t*, char* message, size_t message_size) {
+  static int calls = 0;
+  const char* abort_after = std::getenv("MXDIFF_SLOW_KERNEL_ABORT_AFTER");
+  if (abort_after != nullptr && ++calls > std::atoi(abort_after)) std::abort();
   const char* when = std::getenv("MXDIFF_SLOW_KERNEL_WHEN");
   if (when != nullptr && access(when, F_OK) == 0) {
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
