@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""The campaign's own contract (tools/campaign/campaign, ./run's argument handling): the bounds of
+its numeric arguments, what it says about an --external that cannot be a kernel library, one-line
+usage errors, where libFuzzer's artifacts go, how long a campaign may run past --time, and the
+README's build paths. Table-driven like tests/tools/cli/cli_contract_test.py: each case runs one
+command under its own time limit and asserts exit status, what the output says and never says, and
+an optional check afterwards. Run by ctest (campaign_contract, tests/tools/campaign/CMakeLists.txt);
+by hand:
+
+  python3 tests/tools/campaign/campaign_test.py --repo . --build build-fuzz --fuzzing 1 \\
+      --example-kernel build-fuzz/fuzz/libmxdiff_example_kernel.so \\
+      --slow-kernel build-fuzz/tests/tools/campaign/libmxdiff_campaign_slow_kernel.so [-k SUBSTRING]
+
+Cases that need real libFuzzer binaries run only with --fuzzing 1 (the libFuzzer build's ctest).
+"""
+import argparse
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+NEVER = [r"Traceback \(most recent call last\)", r"terminate called", r"AddressSanitizer"]
+
+
+class Case:
+    def __init__(self, name, argv, status, says=(), never=(), timeout=60, env=None, check=None, before=None,
+                 cwd=None):
+        self.name, self.argv, self.status = name, argv, status
+        self.says, self.never = list(says), list(never) + NEVER
+        self.timeout, self.env, self.cwd = timeout, env or {}, cwd
+        self.check = check    # callable(output, seconds) -> error text or None, after the run
+        self.before = before  # callable() run first
+
+
+def run(case):
+    env = dict(os.environ, **case.env)
+    started = time.time()
+    process = subprocess.Popen(case.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                               start_new_session=True, cwd=case.cwd)
+    try:
+        output, _ = process.communicate(timeout=case.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return None, output.decode(errors="replace"), time.time() - started
+    return process.returncode, output.decode(errors="replace"), time.time() - started
+
+
+def write(path, data, mode=None):
+    with open(path, "wb") as out:
+        out.write(data)
+    if mode is not None:
+        os.chmod(path, mode)
+    return path
+
+
+def fake_fuzzer(path, body):
+    """An executable that passes the campaign's libFuzzer check (it names libFuzzer's flags) and does
+    what `body` (sh) says."""
+    with open(path, "w") as out:
+        out.write("#!/bin/sh\n# looks like libFuzzer: max_total_time merge_control_file\n" + body + "\n")
+    os.chmod(path, 0o755)
+
+
+def cores():
+    return len(os.sched_getaffinity(0)) or 1
+
+
+def build_cases(opt, tmp):
+    repo, build = opt.repo, opt.build
+    campaign = [sys.executable, os.path.join(repo, "tools", "campaign", "campaign")]
+    out = os.path.join(tmp, "out")
+    limit = 4 * cores()
+    cases = []
+
+    # --- item 6: every numeric argument has a documented maximum, checked before anything starts.
+    huge = "99999999999999999999"
+    cases += [
+        Case("--time past 7 days", campaign + ["--check-args", f"--time={huge}"], 2,
+             [r"argument --time: must be at most 604800 \(7 days\), got 99999999999999999999"]),
+        Case("--time at 7 days", campaign + ["--check-args", "--time=604800"], 0, [r"arguments ok"]),
+        Case("--time one past 7 days", campaign + ["--check-args", "--time=604801"], 2, [r"must be at most 604800"]),
+        Case("--jobs=5000", campaign + ["--check-args", "--jobs=5000"], 2,
+             [rf"argument --jobs: must be at most {limit} \(4 per core, {cores()} core\(s\)\), got 5000"]),
+        Case("--jobs huge", campaign + ["--check-args", f"--jobs={huge}"], 2, [rf"must be at most {limit}"]),
+        Case("--jobs at the bound", campaign + ["--check-args", f"--jobs={limit}"], 0, [r"arguments ok"]),
+        Case("--jobs one past the bound", campaign + ["--check-args", f"--jobs={limit + 1}"], 2,
+             [rf"must be at most {limit}"]),
+        Case("--gpu-workers huge", campaign + ["--check-args", f"--gpu-workers={huge}"], 2,
+             [r"argument --gpu-workers: must be at most 64"]),
+        Case("--workers-per-gpu huge", campaign + ["--check-args", f"--workers-per-gpu={huge}"], 2,
+             [rf"argument --workers-per-gpu: must be at most {limit}"]),
+        Case("--progress huge", campaign + ["--check-args", f"--progress={huge}"], 2,
+             [r"argument --progress: must be at most 3600"]),
+        Case("--progress 0 is allowed", campaign + ["--check-args", "--progress=0"], 0, [r"arguments ok"]),
+    ]
+
+    # --- item 7: an --external that exists but cannot be a kernel library says what it is.
+    library_dir = os.path.join(tmp, "a-folder.so")
+    os.makedirs(library_dir)
+    fifo = os.path.join(tmp, "a-fifo.so")
+    os.mkfifo(fifo)
+    text = write(os.path.join(tmp, "text.so"), b"not an ELF file\n")
+    unreadable = write(os.path.join(tmp, "unreadable.so"), open(opt.example_kernel, "rb").read()
+                       if os.path.exists(opt.example_kernel) else b"\x7fELF", 0o000)
+    gemm = ["--check-args", "--targets", "fuzz_gemm", "--external"]
+    cases += [
+        Case("--external DIR", campaign + gemm + [library_dir], 2,
+             [r"--external .*a-folder\.so: is a directory, not a shared library"], [r"no such file"]),
+        Case("--external /dev/zero", campaign + gemm + ["/dev/zero"], 2,
+             [r"--external /dev/zero: is a character device, not a regular file"], [r"no such file"]),
+        Case("--external FIFO does not block", campaign + gemm + [fifo], 2,
+             [r"--external .*a-fifo\.so: is a FIFO, not a regular file"], timeout=20),
+        Case("--external of a text file", campaign + gemm + [text], 2,
+             [r"--external .*text\.so: not a shared library \(it does not start with the ELF magic"]),
+        Case("--external of an ELF executable", campaign + gemm + [sys.executable], 2,
+             [r"not a shared library \(an ELF file, but an executable\)"]) if elf_type(sys.executable) == 2 else None,
+        Case("--external of an unreadable file", campaign + gemm + [unreadable], 2,
+             [r"--external .*unreadable\.so: not readable \(permission denied\)"]) if os.geteuid() != 0 else None,
+        Case("--external of a missing file", campaign + gemm + [os.path.join(tmp, "missing.so")], 2,
+             [r"--external .*missing\.so: no such file"]),
+        Case("--external of a real library", campaign + gemm + [opt.example_kernel], 0, [r"arguments ok"]),
+    ]
+
+    # --- item 9: a usage error is one line; ./run's are run's.
+    def one_line(output, _seconds):
+        lines = [line for line in output.splitlines() if line.strip()]
+        return None if len(lines) == 1 else f"{len(lines)} lines, expected one"
+    run_job = [os.path.join(repo, "run")]
+    cases += [
+        Case("an unknown argument is one line", campaign + ["--bogus"], 2,
+             [r"^campaign: unrecognized arguments: --bogus \(campaign --help lists the arguments\)$"], [r"usage:"],
+             check=one_line),
+        Case("a missing value is one line", campaign + ["--time"], 2,
+             [r"^campaign: argument --time: expected one argument"], [r"usage:"], check=one_line),
+        Case("a bad value is one line", campaign + ["--jobs", "x"], 2,
+             [r"^campaign: argument --jobs: 'x' is not a whole number"], [r"usage:"], check=one_line),
+        Case("--help keeps the usage", campaign + ["--help"], 0, [r"^usage: campaign", r"--time TIME"]),
+        Case("./run --bogus is run's error, in one line", run_job + ["--bogus"], 2,
+             [r"^run: unrecognized arguments: --bogus \(\./run --help lists the arguments\)$"],
+             [r"usage:", r"^campaign:"], check=one_line, timeout=120),
+        Case("./run --jobs 0 is run's error", run_job + ["--jobs", "0"], 2,
+             [r"^run: argument --jobs: must be at least 1, got 0"], [r"^campaign:"], check=one_line, timeout=120),
+        Case("./run --targets bogus is run's error", run_job + ["--targets", "bogus"], 2,
+             [r"^run: unknown targets bogus"], [r"^campaign:"], check=one_line, timeout=120),
+    ]
+
+    # --- item 23: every libFuzzer invocation (the workers and the merge) writes its artifacts under
+    # --out, whatever the working directory. The fake target does what libFuzzer does: it writes
+    # at -artifact_prefix, which is the working directory when the flag is missing (a worker writes
+    # its slowest input, which is no finding; the merge an input that crashed it).
+    fake = os.path.join(tmp, "fake-build")
+    os.makedirs(os.path.join(fake, "fuzz"))
+    fake_fuzzer(os.path.join(fake, "fuzz", "fuzz_dispatch"), """
+prefix=""; merge=0
+for arg in "$@"; do
+  case "$arg" in -artifact_prefix=*) prefix="${arg#-artifact_prefix=}" ;; -merge=1) merge=1 ;; esac
+done
+if [ "$merge" = 1 ]; then
+  echo x > "${prefix}crash-fakemerge"; echo "Test unit written to ${prefix}crash-fakemerge" >&2; exit 0
+fi
+echo x > "${prefix}slow-unit-fakeworker"; echo "Test unit written to ${prefix}slow-unit-fakeworker" >&2
+printf '#2\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\n' >&2
+echo "stat::number_of_executed_units: 50" >&2; exit 0""")
+    scratch = os.path.join(tmp, "scratch-cwd")
+    os.makedirs(scratch)
+    fake_out = os.path.join(tmp, "fake-out")
+
+    def nothing_in(folder, also=None):
+        def check(_output, _seconds):
+            left = os.listdir(folder)
+            if left:
+                return f"the working directory {folder} holds {', '.join(sorted(left))}"
+            return also() if also else None
+        return check
+
+    def artifacts_under_out():
+        found = [name for _, _, files in os.walk(fake_out) for name in files]
+        missing = [name for name in ("merge-crash-fakemerge",) if name not in found]
+        worker = [name for name in found if name.endswith("slow-unit-fakeworker")]
+        return (f"no {', '.join(missing)} under --out" if missing else
+                None if worker else "no worker artifact under --out")
+    cases += [
+        Case("artifacts of the workers and the merge go under --out, not the working directory",
+             campaign + ["--build-dir", fake, "--targets", "fuzz_dispatch", "--jobs", "1", "--time", "1",
+                         "--out", fake_out, "--progress", "0"], 0, [r"fuzz_dispatch\s+1\s.*\bok$"],
+             cwd=scratch, check=nothing_in(scratch, artifacts_under_out)),
+    ]
+    if opt.fuzzing:
+        real_scratch = os.path.join(tmp, "scratch-cwd-real")
+        os.makedirs(real_scratch)
+        # The slow kernel aborts on every call after its 20th: past fuzz_gemm's start-up (the known
+        # cases), so the worker crashes on a corpus input and so does every merge process.
+        cases.append(Case("a real campaign whose merge crashes leaves nothing in the working directory",
+                          campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.slow_kernel,
+                                      "--jobs", "1", "--time", "3", "--out", out, "--progress", "0"], 1,
+                          [r"sanitizer/libFuzzer/deadly", r"fuzz_gemm: \d+ input\(s\) crashed the merge \(left out of "
+                           r"the corpus\), kept as \S+/merge-crash-\*"], env={"MXDIFF_SLOW_KERNEL_ABORT_AFTER": "20"},
+                          cwd=real_scratch, check=nothing_in(real_scratch), timeout=300))
+
+    # --- item 8: the wall time. A worker past --time is stopped (SIGABRT: libFuzzer writes the input
+    # it is in; SIGKILL 5 s later if that did not end it), its input kept; the merge has a limit of
+    # its own (30 s here) and its new inputs stay in out/ when it runs out. The bound: --time + 10 +
+    # 5 + 30 s, and a few seconds for the campaign itself.
+    slow_build = os.path.join(tmp, "slow-build")
+    os.makedirs(os.path.join(slow_build, "fuzz"))
+    first = os.path.join(tmp, "slow-first-worker")
+    fake_fuzzer(os.path.join(slow_build, "fuzz", "fuzz_transform"), f"""
+prefix=""; merge=0; new=""
+for arg in "$@"; do
+  case "$arg" in -artifact_prefix=*) prefix="${{arg#-artifact_prefix=}}" ;; -merge=1) merge=1 ;;
+    -*) ;; *) [ -z "$new" ] && new="$arg" ;; esac
+done
+[ "$merge" = 1 ] && exec sleep 1000  # a merge that never ends
+printf '#2\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\n' >&2
+printf '#100\tNEW    cov: 11 ft: 12 corp: 2/2b exec/s: 50 rss: 30Mb\n' >&2
+echo "input of $$" > "$new/new-input-$$"
+if mkdir {first} 2>/dev/null; then  # libFuzzer's SIGABRT handler: write the current input, exit
+  sleep 1000 & child=$!
+  trap 'echo big > "${{prefix}}crash-fakeslow"; echo "==1== ERROR: libFuzzer: deadly signal" >&2
+        echo "SUMMARY: libFuzzer: deadly signal" >&2; echo "Test unit written to ${{prefix}}crash-fakeslow" >&2
+        kill $child; exit 1' ABRT
+  wait $child
+else  # a worker that does not answer SIGABRT
+  trap '' ABRT; exec sleep 1000
+fi""")
+    slow_out = os.path.join(tmp, "slow-out")
+    bound = 1 + 10 + 5 + 30
+
+    def within(seconds_allowed, extra=None):
+        def check(output, seconds):
+            if seconds > seconds_allowed:
+                return f"took {seconds:.0f} s, more than {seconds_allowed} s"
+            kept = re.search(r"the input it was running: (\S+)", output)
+            if kept and not os.path.isfile(kept.group(1)):
+                return f"{kept.group(1)} does not exist"
+            return extra(output) if extra else None
+        return check
+
+    def unmerged_kept(output):
+        folder = re.search(r"new input\(s\) are kept unmerged in (\S+)", output)
+        if not folder or not os.path.isdir(folder.group(1)):
+            return "no folder of unmerged inputs named"
+        return None if any(f.startswith("new-input-") for f in os.listdir(folder.group(1))) else \
+            f"{folder.group(1)} lost the new inputs"
+    cases += [
+        Case("workers past --time are stopped and the merge is bounded",
+             campaign + ["--build-dir", slow_build, "--targets", "fuzz_transform", "--jobs", "2", "--time", "1",
+                         "--out", slow_out, "--progress", "0"], 0,
+             [r"fuzz_transform worker [01] was still running 10 s past --time: stopped \(SIGABRT\); the input it "
+              r"was running: \S+/stopped-w[01]-fakeslow$",
+              r"fuzz_transform worker [01] was still running 10 s past --time: stopped \(SIGABRT, then SIGKILL 5 s "
+              r"later\); it wrote no input",
+              r"fuzz_transform: merge ran out of its 30 s limit and was stopped; the 2 new input\(s\) are kept "
+              r"unmerged in \S+/new$",
+              r"fuzz_transform\s+2\s.*\s\d+ -> \?\s+0\s+ok \(2 worker\(s\) stopped at the time limit\)$"],
+             [r"sanitizer/libFuzzer/deadly", r"did not fuzz"], timeout=bound + 60,
+             check=within(bound + 8, unmerged_kept)),
+    ]
+    if opt.fuzzing:
+        real_bound = 5 + 10 + 5 + 30
+        real_out = os.path.join(tmp, "slow-real-out")
+        flag = os.path.join(tmp, "slow-kernel-now")
+
+        def slow_once_fuzzing():
+            """Creates the slow kernel's flag file once the worker's log says INITED (it fuzzes)."""
+            def watch():
+                deadline = time.time() + 200
+                while time.time() < deadline:
+                    for log in glob.glob(os.path.join(real_out, "*", "fuzz_gemm", "worker0.log")):
+                        if re.search(r"^#\d+\s+INITED", open(log, errors="replace").read(), re.M):
+                            open(flag, "w").close()
+                            return
+                    time.sleep(0.1)
+            threading.Thread(target=watch, daemon=True).start()
+        cases.append(Case("a real worker stuck in an input past --time is stopped, its input kept",
+                          campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.slow_kernel,
+                                      "--jobs", "1", "--time", "5", "--out", real_out, "--progress", "0"], 0,
+                          [r"fuzz_gemm worker 0 was still running 10 s past --time: stopped \(SIGABRT\); the input "
+                           r"it was running: \S+/stopped-w0-\w+$", r"merge ran out of its 30 s limit"],
+                          [r"sanitizer/libFuzzer/deadly", r"did not fuzz"], env={"MXDIFF_SLOW_KERNEL_WHEN": flag},
+                          before=slow_once_fuzzing, timeout=real_bound + 60, check=within(real_bound + 15)))
+
+    # --- item 18: the verdict is the last line (run's under ./run), and the table is explained.
+    verdict_build = os.path.join(tmp, "verdict-build")
+    os.makedirs(os.path.join(verdict_build, "fuzz"))
+    fuzzed = ("printf '#2\\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\\n' >&2\n"
+              "echo 'stat::number_of_executed_units: 50' >&2\n")
+    fake_fuzzer(os.path.join(verdict_build, "fuzz", "fuzz_dispatch"), fuzzed + "exit 0")
+    fake_fuzzer(os.path.join(verdict_build, "fuzz", "fuzz_reference"), """
+for arg in "$@"; do case "$arg" in -artifact_prefix=*) prefix="${arg#-artifact_prefix=}" ;; -merge=1) exit 0 ;; esac
+done
+""" + fuzzed + """echo x > "${prefix}crash-fake"; echo "SUMMARY: libFuzzer: deadly signal" >&2
+echo "Test unit written to ${prefix}crash-fake" >&2; exit 1""")
+    fake_fuzzer(os.path.join(verdict_build, "fuzz", "fuzz_transform"), "echo 'fuzz_transform: cannot start' >&2; exit 2")
+    verdict_out = os.path.join(tmp, "verdict-out")
+    quick = ["--build-dir", verdict_build, "--jobs", "1", "--time", "1", "--out", verdict_out, "--progress", "0"]
+
+    def last_line(pattern):
+        def check(output, _seconds):
+            lines = [line for line in output.splitlines() if line.strip()]
+            return None if lines and re.fullmatch(pattern, lines[-1]) else \
+                f"the last line is {lines[-1] if lines else 'missing'!r}, not /{pattern}/"
+        return check
+    legend = [r"^  execs/s: execs / time s; sum of worker exec/s: ", r"cov: code edges reached, ft: features",
+              r"corpus: files in corpus/<target>/ -> files after merging"]
+    cases += [
+        Case("a clean campaign ends with its verdict", campaign + quick + ["--targets", "fuzz_dispatch"], 0, legend,
+             check=last_line(r"campaign: clean: 1 target\(s\) fuzzed for 1 s each, no findings")),
+        Case("under ./run the verdict is run's", campaign + quick + ["--targets", "fuzz_dispatch"], 0,
+             env={"MXDIFF_CAMPAIGN_NAME": "run"},
+             check=last_line(r"run: clean: 1 target\(s\) fuzzed for 1 s each, no findings")),
+        Case("findings end with a FINDINGS verdict", campaign + quick + ["--targets", "fuzz_reference"], 1,
+             check=last_line(r"campaign: FINDINGS: 1 signature\(s\) in fuzz_reference \(1\), listed above with "
+                             r"their repro commands \(exit 1\)")),
+        Case("a worker that did not fuzz ends with NOT FUZZED", campaign + quick + ["--targets",
+                                                                                 "fuzz_transform,fuzz_reference"], 3,
+             check=last_line(r"campaign: NOT FUZZED: 1 worker\(s\) did not fuzz, named above; findings in "
+                             r"fuzz_reference \(1\) \(exit 3\)")),
+    ]
+
+    # --- items 17 and 18: ./run's steps are not in ninja's [n/N] notation and its campaign speaks as
+    # run; every build path the READMEs name is a target of that build, and the paths of the
+    # README's "After ./run" block are targets ./run builds (checked on the text of ./run: running
+    # it builds everything, far too slow for a test).
+    def run_script_check(_output, _seconds):
+        text = open(os.path.join(repo, "run")).read()
+        steps = re.findall(r'^say "([^"]*)', text, re.M)
+        problems = [f"./run step {step!r} is not 'step N of 4: ...'" for step in steps
+                    if not re.match(r"step [1-4] of 4: ", step)]
+        if len(steps) != 4:
+            problems.append(f"./run announces {len(steps)} steps, not 4")
+        if not re.search(r"^MXDIFF_CAMPAIGN_NAME=run exec python3 tools/campaign/campaign ", text, re.M):
+            problems.append("./run does not run the campaign as run (MXDIFF_CAMPAIGN_NAME=run)")
+        return "; ".join(problems) or None
+    cases.append(Case("./run names its steps apart from ninja's and ends with run's verdict", ["true"], 0,
+                      check=run_script_check))
+
+    def readme_paths_check(_output, _seconds):
+        prefix = "build-fuzz" if opt.fuzzing else "build"
+        listing = subprocess.run(["ninja", "-C", build, "-t", "targets", "all"], capture_output=True, text=True)
+        if listing.returncode != 0:
+            return f"ninja -C {build} -t targets all failed: {listing.stderr.strip()}"
+        outputs = {line.split(":", 1)[0] for line in listing.stdout.splitlines()}
+        problems = []
+        path_re = re.compile(r"(?<![\w/.-])(build(?:-fuzz)?)/([\w.+/-]*\w)")
+        for readme in ("README.md", os.path.join("fuzz", "README.md"), os.path.join("tools", "README.md")):
+            text = open(os.path.join(repo, readme)).read()
+            for match in path_re.finditer(text):
+                if match.group(1) == prefix and "<" not in text[match.end():match.end() + 2] \
+                        and match.group(2) not in outputs:
+                    problems.append(f"{readme} names {match.group(0)}, which {prefix}/ does not build")
+        # The README's block of paths that exist after ./run: each is a target ./run builds.
+        text = open(os.path.join(repo, "README.md")).read()
+        block = re.search(r"^After `\./run`.*?(?=^After `\./test`)", text, re.M | re.S)
+        if not block:
+            return "; ".join(problems + ["README.md has no 'After `./run`' block before 'After `./test`'"])
+        run_text = open(os.path.join(repo, "run")).read()
+        built = {"build": re.findall(r'cmake --build "\$build_dir" [^\n]*--target (.*?)(?: \|\||$)', run_text, re.M),
+                 "build-fuzz": re.findall(r'cmake --build "\$fuzz_build_dir" [^\n]*--target (.*?)(?: \|\||$)',
+                                          run_text, re.M)}
+        built = {key: " ".join(value).split() for key, value in built.items()}
+        for match in path_re.finditer(block.group(0)):
+            name = os.path.basename(match.group(2))
+            name = re.sub(r"^lib(.*)\.so$", r"\1", name)
+            targets = built[match.group(1)]
+            if name not in targets and not (name.startswith("fuzz_") and "$targets" in targets):
+                problems.append(f"README.md's After ./run block names {match.group(0)}, which ./run does not build "
+                                f"(it builds {' '.join(targets)} in {match.group(1)}/)")
+        return "; ".join(problems) or None
+    cases.append(Case("the READMEs' build paths are targets of their build, and ./run builds those it promises",
+                      ["true"], 0, check=readme_paths_check))
+
+    # --- MXDIFF_REQUIRE_GPU (fuzz/README.md): where nvidia-smi lists a GPU, the campaign's GPU
+    # workers get MXDIFF_REQUIRE_GPU=1, so one that cannot use it stops instead of fuzzing its CPU
+    # side. A fake nvidia-smi lists one GPU; the fake fuzz_layer reports what it was given.
+    fake_bin = os.path.join(tmp, "fake-nvidia-bin")
+    os.makedirs(fake_bin)
+    write(os.path.join(fake_bin, "nvidia-smi"), b"#!/bin/sh\necho 'GPU 0: Fake GPU (UUID: GPU-0)'\n", 0o755)
+    gpu_build = os.path.join(tmp, "gpu-build")
+    os.makedirs(os.path.join(gpu_build, "fuzz"))
+    fake_fuzzer(os.path.join(gpu_build, "fuzz", "fuzz_layer"), """
+if [ "$MXDIFF_REQUIRE_GPU" = 1 ]; then
+  echo "fuzz_layer: MXDIFF_REQUIRE_GPU=1 (a GPU is present) but no device, not fuzzing: fake" >&2; exit 2
+fi
+echo "fuzz_layer: no device (fake): checking the CPU side only" >&2
+printf '#2\\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\\n' >&2
+echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
+    with_gpu = {"PATH": fake_bin + os.pathsep + os.environ.get("PATH", "")}
+    cases.append(Case("a GPU target that cannot use a listed GPU fails the campaign",
+                      campaign + ["--build-dir", gpu_build, "--targets", "fuzz_layer", "--time", "1", "--out", out,
+                                  "--progress", "0"], 3,
+                      [r"fuzz_layer worker 0 did not fuzz: stopped before fuzzing \(exit 2\): fuzz_layer: "
+                       r"MXDIFF_REQUIRE_GPU=1 \(a GPU is present\)"], env=with_gpu))
+    if opt.fuzzing:
+        cases.append(Case("fuzz_gemm without a usable GPU on a GPU machine fails the campaign",
+                          campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--time", "2", "--out", out,
+                                      "--progress", "0"], 3,
+                          [r"fuzz_gemm worker 0 did not fuzz: stopped before fuzzing .*MXDIFF_REQUIRE_GPU=1 \(a GPU is "
+                           r"present\)"], env=with_gpu, timeout=120))
+    return [case for case in cases if case is not None]
+
+
+def elf_type(path):
+    with open(path, "rb") as binary:
+        header = binary.read(18)
+    return int.from_bytes(header[16:18], "little") if header[:4] == b"\x7fELF" else None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", required=True)
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--example-kernel", required=True)
+    parser.add_argument("--slow-kernel", required=True)
+    parser.add_argument("--fuzzing", type=int, default=0)
+    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
+    opt = parser.parse_args()
+    opt.repo, opt.build = os.path.abspath(opt.repo), os.path.abspath(opt.build)
+    opt.example_kernel, opt.slow_kernel = os.path.abspath(opt.example_kernel), os.path.abspath(opt.slow_kernel)
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="mxdiff-campaign-") as tmp:
+        cases = [c for c in build_cases(opt, tmp) if opt.k in c.name]
+        for case in cases:
+            if case.before:
+                case.before()
+            status, output, seconds = run(case)
+            problems = []
+            if status is None:
+                problems.append(f"no exit within {case.timeout} s (a hang): killed")
+            elif status != case.status:
+                problems.append(f"exit status {status}, expected {case.status}")
+            for pattern in case.says:
+                if not re.search(pattern, output, re.M):
+                    problems.append(f"output lacks /{pattern}/")
+            for pattern in case.never:
+                if re.search(pattern, output, re.M):
+                    problems.append(f"output has /{pattern}/")
+            if case.check and status is not None:
+                extra = case.check(output, seconds)
+                if extra:
+                    problems.append(extra)
+            print(f"{'ok  ' if not problems else 'FAIL'} {case.name} (exit {status}, {seconds:.1f} s)", flush=True)
+            if problems:
+                failures += 1
+                env = " ".join(f"{k}={v}" for k, v in case.env.items())
+                print(f"     command: {env + ' ' if env else ''}{' '.join(case.argv)}"
+                      + (f" (in {case.cwd})" if case.cwd else ""))
+                for p in problems:
+                    print(f"     {p}")
+                print("     output:\n" + "\n".join("       | " + line for line in output.splitlines()[-40:]))
+        print(f"{len(cases) - failures} of {len(cases)} cases passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
