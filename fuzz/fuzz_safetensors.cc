@@ -6,6 +6,11 @@
 // layer's bytes (and refused for any structural problem), and the JSON report reads back into
 // verdicts that CheckAuditedVerdict accepts for those bytes.
 //
+// An input that starts with "MXSB" is a bundle of several files (DecodeBundle: an index and its
+// shards, a layer's experts split across files, a stray file beside an index, a name in two
+// files): they are written to a folder of this process's own and audited as that checkpoint
+// folder with --keep-going, and the index's rules (tools/audit/README.md) become checks too.
+//
 // Every invariant is a named check: a broken one is a finding `invariant/<name>` (fuzz/findings.h),
 // written (input, signature, description) before the abort, as every target's findings are, so
 // that findings of different invariants stay apart. The names are listed in fuzz/README.md.
@@ -14,11 +19,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <unistd.h>
 
 #include "fmt/format.h"
 #include "fuzz/findings.h"
@@ -162,20 +173,28 @@ bool CheckAudit(Checks& check, std::span<const uint8_t> bytes, SafetensorsHeader
   return CheckVerdicts(check, result, source);
 }
 
-void CheckSingleFile(Checks& check, std::span<const uint8_t> bytes) {
-  absl::StatusOr<SafetensorsHeader> header = ParseSafetensorsBuffer(kFile, bytes);
+// The file parses into a header that keeps CheckHeader's invariants, or fails naming the file.
+// The header when it parsed.
+std::optional<SafetensorsHeader> CheckParse(Checks& check, std::string_view file, std::span<const uint8_t> bytes,
+                                            bool* ok) {
+  absl::StatusOr<SafetensorsHeader> header = ParseSafetensorsBuffer(file, bytes);
   if (header.ok()) {
-    if (!CheckHeader(check, *header, bytes.size()) || !CheckAudit(check, bytes, *std::move(header))) return;
-  } else {
-    const std::string message(header.status().message());
-    const std::string tensor = TensorOfError(header.status());
-    if (!check(message.rfind(std::string(kFile) + ": ", 0) == 0, "error-names-file",
-               [&] { return "an error that does not name the file: " + message; }) ||
-        !check(tensor.empty() || message.find("tensor \"") != std::string::npos, "error-names-tensor",
-               [&] { return "a tensor error without the tensor: " + message; })) {
-      return;
-    }
+    *ok = CheckHeader(check, *header, bytes.size());
+    return *std::move(header);
   }
+  const std::string message(header.status().message());
+  const std::string tensor = TensorOfError(header.status());
+  *ok = check(message.rfind(std::string(file) + ": ", 0) == 0, "error-names-file",
+              [&] { return "an error that does not name the file: " + message; }) &&
+        check(tensor.empty() || message.find("tensor \"") != std::string::npos, "error-names-tensor",
+              [&] { return "a tensor error without the tensor: " + message; });
+  return std::nullopt;
+}
+
+void CheckSingleFile(Checks& check, std::span<const uint8_t> bytes) {
+  bool ok = true;
+  std::optional<SafetensorsHeader> header = CheckParse(check, kFile, bytes, &ok);
+  if (!ok || (header && !CheckAudit(check, bytes, *std::move(header)))) return;
   // The same bytes as an index file.
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   absl::StatusOr<ShardIndex> index = ParseShardIndex("fuzz.index.json", text);
@@ -191,13 +210,206 @@ void CheckSingleFile(Checks& check, std::span<const uint8_t> bytes) {
   }
 }
 
+// The bundle form: "MXSB", a count (u8), then per file a name (u8 length, the bytes) and its
+// contents (u32 little-endian length, the bytes), nothing after the last. Strict: a count in
+// 1..kMaxBundleFiles, names of 1..kMaxBundleName characters of [A-Za-z0-9._-] not starting with
+// '.', each once, every length within the input. Anything else is no input (-1).
+constexpr std::string_view kBundleMagic = "MXSB";
+constexpr size_t kMaxBundleFiles = 8;
+constexpr size_t kMaxBundleName = 64;
+
+struct BundleFile {
+  std::string name;
+  std::span<const uint8_t> bytes;
+};
+
+bool BundleName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxBundleName || name.front() == '.') return false;
+  for (char c : name) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '-';
+    if (!plain) return false;
+  }
+  return true;
+}
+
+std::optional<std::vector<BundleFile>> DecodeBundle(std::span<const uint8_t> input) {
+  size_t at = kBundleMagic.size();
+  if (input.size() < at + 1 || std::memcmp(input.data(), kBundleMagic.data(), at) != 0) return std::nullopt;
+  const size_t count = input[at++];
+  if (count == 0 || count > kMaxBundleFiles) return std::nullopt;
+  std::vector<BundleFile> files;
+  std::set<std::string, std::less<>> names;
+  for (size_t i = 0; i < count; ++i) {
+    if (at >= input.size()) return std::nullopt;
+    const size_t name_length = input[at++];
+    if (input.size() - at < name_length + 4) return std::nullopt;
+    std::string name(reinterpret_cast<const char*>(input.data() + at), name_length);
+    at += name_length;
+    const uint32_t length = uint32_t(input[at]) | uint32_t(input[at + 1]) << 8 | uint32_t(input[at + 2]) << 16 |
+                            uint32_t(input[at + 3]) << 24;
+    at += 4;
+    if (!BundleName(name) || !names.insert(name).second || input.size() - at < length) return std::nullopt;
+    files.push_back(BundleFile{std::move(name), input.subspan(at, length)});
+    at += length;
+  }
+  if (at != input.size()) return std::nullopt;
+  return files;
+}
+
+// This process's folder for bundles, emptied before each one (removed at exit).
+class BundleFolder {
+ public:
+  BundleFolder()
+      : path_(std::filesystem::temp_directory_path() / fmt::format("mxdiff-fuzz-safetensors-{}", getpid())) {}
+  ~BundleFolder() {
+    std::error_code error;
+    std::filesystem::remove_all(path_, error);
+  }
+  // The folder holding exactly `files`; false when it cannot be written (no finding: the machine's).
+  bool Write(const std::vector<BundleFile>& files) {
+    std::error_code error;
+    std::filesystem::remove_all(path_, error);
+    std::filesystem::create_directories(path_, error);
+    if (error) return false;
+    for (const BundleFile& file : files) {
+      std::ofstream stream(path_ / file.name, std::ios::binary);
+      stream.write(reinterpret_cast<const char*>(file.bytes.data()), std::streamsize(file.bytes.size()));
+      if (!stream.flush()) return false;
+    }
+    return true;
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+bool Inside(const std::filesystem::path& folder, const std::string& file) {
+  std::error_code error;
+  return std::filesystem::weakly_canonical(file, error).parent_path() == folder;
+}
+
+// A layer member's names: the scale tensor and its weight.
+bool LayerNames(const AuditPlan& plan, const KernelLayer& layer, const auto& contains) {
+  for (size_t s : layer.members) {
+    const ScaleTensor& scale = plan.scales[s];
+    if (contains(scale.name) || (!scale.weight_name.empty() && contains(scale.weight_name))) return true;
+  }
+  return false;
+}
+
+void CheckBundle(Checks& check, const std::vector<BundleFile>& files) {
+  static BundleFolder folder;
+  // Each member as a file on its own: parsed or refused with its name.
+  std::vector<const BundleFile*> indexes;
+  for (const BundleFile& file : files) {
+    if (file.name.ends_with(".safetensors.index.json")) indexes.push_back(&file);
+    if (!file.name.ends_with(".safetensors")) continue;
+    bool ok = true;
+    CheckParse(check, file.name, file.bytes, &ok);
+    if (!ok) return;
+  }
+  if (!folder.Write(files)) return;
+  std::error_code error;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(folder.path(), error);
+  AuditOptions options;
+  options.scan.threads = 1;
+  options.scan.chunk_bytes = 4096;
+  options.scan.max_positions = 4;
+  options.keep_going = true;
+  const AuditResult result = RunAudit({folder.path().string()}, options);
+  const Checkpoint& checkpoint = result.checkpoint;
+
+  for (const CheckpointFile& file : checkpoint.files) {
+    if (!check(Inside(canonical, file.path), "bundle-read-inside-folder",
+               [&] { return "the audit read a file outside the checkpoint's folder: " + file.path; })) {
+      return;
+    }
+  }
+  for (const UnindexedFile& file : checkpoint.unindexed) {
+    if (!check(Inside(canonical, file.file), "bundle-read-inside-folder",
+               [&] { return "an unindexed file outside the checkpoint's folder: " + file.file; })) {
+      return;
+    }
+  }
+  // Every tensor the (one) index names is read, or unread and so refusing its layer.
+  if (indexes.size() == 1) {
+    const std::string_view text(reinterpret_cast<const char*>(indexes[0]->bytes.data()), indexes[0]->bytes.size());
+    std::vector<AuditError> entry_errors;
+    absl::StatusOr<ShardIndex> index = ParseShardIndex(indexes[0]->name, text, &entry_errors);
+    if (index.ok()) {
+      std::vector<std::string> named;
+      for (const auto& entry : index->weight_map) named.push_back(entry.first);
+      for (const auto& entry : index->unfollowed) named.push_back(entry.first);
+      for (const std::string& tensor : named) {
+        if (!check(checkpoint.by_name.contains(tensor) || checkpoint.unread.contains(tensor), "bundle-index-accounted",
+                   [&] { return "a tensor the index names is neither read nor unread: " + tensor; })) {
+          return;
+        }
+      }
+    }
+  }
+  if (!check(checkpoint.unread.empty() || !result.errors.empty(), "bundle-unread-is-error",
+             [] { return "tensors the index names were not read, with no error"; }) ||
+      !check(checkpoint.copies.empty() || !result.errors.empty(), "bundle-copies-are-error",
+             [] { return "a name in two files, with no error"; }) ||
+      !check(result.errors.empty() || ExitStatus(result) == 2, "bundle-error-exit-status",
+             [&] { return fmt::format("errors, and exit status {}", ExitStatus(result)); }) ||
+      !check(!result.stopped && result.scan.errors.empty(), "bundle-scan-reads",
+             [&] { return "a scan error on the bundle's own files: " + result.scan.errors.front().message; })) {
+    return;
+  }
+  for (const KernelLayer& layer : result.plan.layers) {
+    const bool admitted = JudgeLayer(result, layer).admitted;
+    if (!check(layer.unread.empty() || !admitted, "bundle-unread-refuses-layer",
+               [&] { return "a layer with a tensor the index names but that was not read is admitted: " + layer.name; }) ||
+        !check(!LayerNames(result.plan, layer, [&](const std::string& name) { return checkpoint.unread.contains(name); }) ||
+                   !admitted,
+               "bundle-unread-weight-refuses-layer",
+               [&] { return "a layer whose weight was not read is admitted: " + layer.name; }) ||
+        !check(!LayerNames(result.plan, layer, [&](const std::string& name) { return checkpoint.copies.contains(name); }) ||
+                   !admitted,
+               "bundle-copies-refuse-layer", [&] { return "a layer with a name in two files is admitted: " + layer.name; })) {
+      return;
+    }
+  }
+  // Without --keep-going: stopped exactly when there was an error, else the same verdicts.
+  options.keep_going = false;
+  const AuditResult strict = RunAudit({folder.path().string()}, options);
+  if (!check(strict.errors.empty() == result.errors.empty(), "bundle-strict-agrees",
+             [&] { return fmt::format("{} error(s) with --keep-going, {} without", result.errors.size(), strict.errors.size()); })) {
+    return;
+  }
+  if (result.errors.empty()) {
+    bool same = strict.plan.layers.size() == result.plan.layers.size();
+    for (size_t i = 0; same && i < result.plan.layers.size(); ++i) {
+      same = strict.plan.layers[i].name == result.plan.layers[i].name &&
+             JudgeLayer(strict, strict.plan.layers[i]).admitted == JudgeLayer(result, result.plan.layers[i]).admitted;
+    }
+    if (!check(same, "bundle-strict-agrees", [] { return "other verdicts without --keep-going"; })) return;
+  }
+  std::vector<std::string> paths;
+  for (const CheckpointFile& file : checkpoint.files) paths.push_back(file.path);
+  CheckVerdicts(check, result, MappedFiles(std::move(paths)));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> bytes(data, size);
-  return mxdiff::fuzz::CheckFuzzInput(kTarget, bytes, [&](bool /*fresh: the target keeps no state*/) {
-    Checks check;
-    CheckSingleFile(check, bytes);
-    return std::optional<CheckResult>(check.result());
-  });
+  const bool bundle = bytes.size() >= kBundleMagic.size() &&
+                      std::memcmp(bytes.data(), kBundleMagic.data(), kBundleMagic.size()) == 0;
+  return mxdiff::fuzz::CheckFuzzInput(
+      kTarget, bytes, [&](bool /*fresh: the target keeps no state*/) -> std::optional<CheckResult> {
+        Checks check;
+        if (bundle) {
+          const std::optional<std::vector<BundleFile>> files = DecodeBundle(bytes);
+          if (!files) return std::nullopt;
+          CheckBundle(check, *files);
+        } else {
+          CheckSingleFile(check, bytes);
+        }
+        return check.result();
+      });
 }
