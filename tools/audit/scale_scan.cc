@@ -1,8 +1,10 @@
 #include "tools/audit/scale_scan.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -20,42 +22,28 @@ struct Chunk {
   uint64_t length;
 };
 
-// fn(i) for i in [0, count) on `threads` threads taking items in order; the calling thread
-// only reports progress meanwhile. One thread: all on the calling thread (no thread to start,
-// which the fuzz target runs thousands of times a second).
-void ParallelFor(size_t count, int threads, const std::function<void(size_t)>& fn, const std::function<void()>& tick) {
-  if (threads <= 1) {
+// fn(i, worker) for i in [0, count) on `threads` threads (worker 0..threads-1) taking items in
+// order; the calling thread is worker 0 and reports progress between its items. One thread (or
+// one item): all on the calling thread, no thread to start (the fuzz target runs thousands of
+// audits a second).
+void ParallelFor(size_t count, int threads, const std::function<void(size_t, int)>& fn,
+                 const std::function<void()>& tick) {
+  threads = int(std::min<size_t>(size_t(std::max(threads, 1)), std::max<size_t>(count, 1)));
+  std::atomic<size_t> next{0};
+  auto work = [&](int worker) {
     auto last = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < count; ++i) {
-      fn(i);
-      if (tick && std::chrono::steady_clock::now() - last > std::chrono::milliseconds(100)) {
+    for (size_t i = next++; i < count; i = next++) {
+      fn(i, worker);
+      if (worker == 0 && tick && std::chrono::steady_clock::now() - last > std::chrono::milliseconds(100)) {
         tick();
         last = std::chrono::steady_clock::now();
       }
     }
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  std::condition_variable done;
-  int running = threads;
+  };
   std::vector<std::thread> workers;
-  workers.reserve(size_t(threads));
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&] {
-      for (size_t i = next++; i < count; i = next++) fn(i);
-      std::lock_guard<std::mutex> lock(mutex);
-      if (--running == 0) done.notify_all();
-    });
-  }
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (!done.wait_for(lock, std::chrono::milliseconds(100), [&] { return running == 0; })) {
-      lock.unlock();
-      if (tick) tick();
-      lock.lock();
-    }
-  }
+  workers.reserve(size_t(threads - 1));
+  for (int t = 1; t < threads; ++t) workers.emplace_back(work, t);
+  work(0);
   for (std::thread& worker : workers) worker.join();
 }
 
@@ -67,11 +55,19 @@ ScaleHistogram TensorScan::Dense() const {
   return dense;
 }
 
+int DefaultScanThreads(uint64_t scale_bytes) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int allowed = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
+  const int usable = allowed > 0 ? allowed : int(std::max(1u, std::thread::hardware_concurrency()));
+  const uint64_t by_work = std::max<uint64_t>(1, scale_bytes / kScanBytesPerThread);
+  return int(std::min<uint64_t>(uint64_t(usable), by_work));
+}
+
 ScanResult ScanScales(const Checkpoint& checkpoint, const AuditPlan& plan, const ByteSource& source,
                       const ScanOptions& options) {
   ScanResult result;
   result.tensors.resize(plan.scales.size());
-  const int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   const uint64_t chunk_bytes = std::max<uint64_t>(options.chunk_bytes, 4096);
 
   std::vector<Chunk> chunks;
@@ -99,11 +95,15 @@ ScanResult ScanScales(const Checkpoint& checkpoint, const AuditPlan& plan, const
     if (!failed[s]) result.errors.push_back({path, scale.name, fmt::format("{}: tensor {}: {}", path, Quoted(scale.name), std::string(status.message()))});
     failed[s] = true;
   };
-  auto window_of = [&](size_t s, uint64_t offset, uint64_t length) {
+  const int threads = options.threads > 0 ? options.threads : DefaultScanThreads(total);
+  // Each worker reads into a buffer of its own (ByteSource::Read: pread, no mapping).
+  std::vector<std::vector<uint8_t>> buffers(size_t(std::max(threads, 1)));
+  auto read = [&](size_t s, uint64_t offset, uint64_t length, int worker) {
     const ScaleTensor& scale = plan.scales[s];
     const CheckpointFile& file = checkpoint.files[scale.ref.file];
     const TensorInfo& tensor = checkpoint.tensor(scale.ref);
-    return source.Window(scale.ref.file, file.header.data_start + tensor.begin + offset, length);
+    return source.Read(scale.ref.file, file.header.data_start + tensor.begin + offset, length,
+                       buffers[size_t(worker)]);
   };
   const std::function<void()> tick = [&] {
     if (options.progress) options.progress(done_bytes.load(), total);
@@ -112,11 +112,11 @@ ScanResult ScanScales(const Checkpoint& checkpoint, const AuditPlan& plan, const
   // Pass 1: histograms.
   ParallelFor(
       chunks.size(), threads,
-      [&](size_t c) {
+      [&](size_t c, int worker) {
         const Chunk& chunk = chunks[c];
         ScaleHistogram counts{};
-        absl::StatusOr<ByteWindow> window = window_of(chunk.scale, chunk.offset, chunk.length);
-        if (window.ok()) CountBytes(window->bytes(), counts);
+        const absl::StatusOr<std::span<const uint8_t>> window = read(chunk.scale, chunk.offset, chunk.length, worker);
+        if (window.ok()) CountBytes(*window, counts);
         done_bytes += chunk.length;
         std::lock_guard<std::mutex> lock(mutex);
         if (!window.ok()) fail(chunk.scale, window.status());
@@ -145,20 +145,21 @@ ScanResult ScanScales(const Checkpoint& checkpoint, const AuditPlan& plan, const
   }
   ParallelFor(
       refused_tensors.size(), threads,
-      [&](size_t i) {
+      [&](size_t i, int worker) {
         const size_t s = refused_tensors[i];
         TensorScan& scan = result.tensors[s];
         uint64_t refused = 0;
         std::vector<RefusedScale> first;
         for (uint64_t offset = 0; offset < scan.bytes; offset += chunk_bytes) {
-          absl::StatusOr<ByteWindow> window = window_of(s, offset, std::min(chunk_bytes, scan.bytes - offset));
+          const absl::StatusOr<std::span<const uint8_t>> window =
+              read(s, offset, std::min(chunk_bytes, scan.bytes - offset), worker);
           if (!window.ok()) {
             std::lock_guard<std::mutex> lock(mutex);
             fail(s, window.status());
             scan.scanned = false;
             return;
           }
-          const LayerAdmission verdict = AdmitLayer(window->bytes(), options.max_positions - first.size());
+          const LayerAdmission verdict = AdmitLayer(*window, options.max_positions - first.size());
           refused += verdict.refused_count;
           for (const RefusedScale& r : verdict.refused) first.push_back({r.index + size_t(offset), r.raw});
         }

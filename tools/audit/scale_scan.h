@@ -30,8 +30,16 @@ struct TensorScan {
   ScaleHistogram Dense() const;
 };
 
+// The threads a scan takes by default (ScanOptions::threads 0) for `scale_bytes` of work: one
+// per CPU the process may run on (its affinity mask, which a container or taskset narrows, not
+// the machine's count), and no more than one per kScanBytesPerThread of scale bytes, since a
+// thread reads (pread, page cache) and counts at several GB/s: a small audit is done on the
+// calling thread before another thread would have started.
+inline constexpr uint64_t kScanBytesPerThread = uint64_t(64) << 20;
+int DefaultScanThreads(uint64_t scale_bytes);
+
 struct ScanOptions {
-  int threads = 0;  // 0: one per hardware thread
+  int threads = 0;  // 0: DefaultScanThreads
   uint64_t chunk_bytes = uint64_t(8) << 20;
   size_t max_positions = 16;
   // Called on the calling thread about ten times a second while the scan runs.

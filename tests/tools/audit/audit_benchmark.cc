@@ -10,6 +10,7 @@
 //   build/tests/tools/audit/audit_benchmark [--benchmark_filter=...]
 //
 // BM_AuditOneFileManyTensors (argument: tensors in one file) times a header-bound audit.
+// BM_AuditLargeShard (argument: threads, 0 the default) one 3.2 GB shard of a whole V4 layer.
 // BM_AuditScaleBytes arguments: threads, MiB of scale bytes. Counters: scale_bytes/s (the claim: >= 2 GB/s on the
 // 2-core machine with both cores), peak_rss_MiB (VmHWM of the process during the audits, reset
 // before each benchmark: it must not grow with the checkpoint). MXDIFF_AUDIT_BENCH_DIR picks the
@@ -17,6 +18,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -52,7 +55,7 @@ void RemoveBenchDirAtExit() {
 }
 
 // One layer's shard: the header, scale bytes written, weights left as holes.
-void WriteLayer(const fs::path& path, int layer, std::mt19937_64& rng) {
+void WriteLayer(const fs::path& path, int layer, std::mt19937_64& rng, int experts = kExperts) {
   struct Tensor {
     std::string name;
     std::string dtype;
@@ -60,7 +63,7 @@ void WriteLayer(const fs::path& path, int layer, std::mt19937_64& rng) {
     uint64_t bytes;
   };
   std::vector<Tensor> tensors;
-  for (int e = 0; e < kExperts; ++e) {
+  for (int e = 0; e < experts; ++e) {
     for (const auto& [w, n, k] : {std::tuple{"w1", kInter, kHidden}, std::tuple{"w2", kHidden, kInter},
                                   std::tuple{"w3", kInter, kHidden}}) {
       const std::string base = fmt::format("layers.{}.ffn.experts.{}.{}", layer, e, w);
@@ -162,6 +165,78 @@ void BM_AuditScaleBytes(benchmark::State& state) {
   state.counters["peak_rss_MiB"] = PeakRssMiB();
 }
 
+// Issue 23, item 16: one large shard as V4-Flash has them, a whole layer of 256 routed experts
+// in one file: 3.2 GB, of which 201 MB (192 MiB) scale bytes in 768 tensors of 256 KiB between
+// their weights. Argument: threads (0: the default). The three in one run, so that the default
+// can be compared with the best thread count on the same machine at the same time.
+constexpr int kLargeShardExperts = 256;
+
+const Generated& LargeShard() {
+  static const Generated generated = [] {
+    RemoveBenchDirAtExit();
+    Generated checkpoint;
+    const fs::path dir = BenchDir() / "large_shard";
+    fs::create_directories(dir);
+    const fs::path file = dir / "model-00001-of-00001.safetensors";
+    std::mt19937_64 rng(20261205);
+    WriteLayer(file, 0, rng, kLargeShardExperts);
+    checkpoint.files.push_back(file.string());
+    checkpoint.file_bytes = fs::file_size(file);
+    checkpoint.scale_bytes = kLargeShardExperts * (2 * kInter * kHidden / 32 + kHidden * kInter / 32);
+    AuditOptions options;
+    const AuditResult warm = RunAudit(checkpoint.files, options);  // into the page cache
+    if (!warm.errors.empty() || ExitStatus(warm) != 0 || warm.plan.layers.size() != 2) std::abort();
+    return checkpoint;
+  }();
+  return generated;
+}
+
+void BM_AuditLargeShard(benchmark::State& state) {
+  const Generated& checkpoint = LargeShard();
+  AuditOptions options;
+  options.scan.threads = int(state.range(0));
+  ResetPeakRss();
+  for (auto _ : state) {
+    const AuditResult result = RunAudit(checkpoint.files, options);
+    if (!result.errors.empty()) state.SkipWithError(result.errors[0].message.c_str());
+    benchmark::DoNotOptimize(result.scan.tensors.data());
+  }
+  state.counters["scale_bytes/s"] = benchmark::Counter(double(checkpoint.scale_bytes), benchmark::Counter::kIsIterationInvariantRate,
+                                                       benchmark::Counter::OneK::kIs1000);
+  state.counters["checkpoint_GB"] = double(checkpoint.file_bytes) * 1e-9;
+  state.counters["scale_GB"] = double(checkpoint.scale_bytes) * 1e-9;
+  state.counters["peak_rss_MiB"] = PeakRssMiB();
+}
+
+// The same three, interleaved: each iteration audits the shard with 1 thread, 2 threads and the
+// default, in turn, and the counters are each one's median rate over the iterations. On a
+// machine shared with other work (builds on both cores) the load changes from one second to
+// the next; taking the three in turn, many times, compares them under the same load, where the
+// separate cases above may each meet another.
+void BM_AuditLargeShardInterleaved(benchmark::State& state) {
+  const Generated& checkpoint = LargeShard();
+  constexpr int kConfigs[] = {1, 2, 0};
+  std::vector<double> seconds[3];
+  for (auto _ : state) {
+    for (int c = 0; c < 3; ++c) {
+      AuditOptions options;
+      options.scan.threads = kConfigs[c];
+      const auto start = std::chrono::steady_clock::now();
+      const AuditResult result = RunAudit(checkpoint.files, options);
+      seconds[c].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (!result.errors.empty()) state.SkipWithError(result.errors[0].message.c_str());
+      benchmark::DoNotOptimize(result.scan.tensors.data());
+    }
+  }
+  const char* names[] = {"threads1_GB/s", "threads2_GB/s", "default_GB/s"};
+  for (int c = 0; c < 3; ++c) {
+    std::sort(seconds[c].begin(), seconds[c].end());
+    const double median = seconds[c].empty() ? 0 : seconds[c][seconds[c].size() / 2];
+    state.counters[names[c]] = median > 0 ? double(checkpoint.scale_bytes) * 1e-9 / median : 0;
+  }
+  state.counters["default_threads"] = double(DefaultScanThreads(checkpoint.scale_bytes));
+}
+
 // Issue 23, item 10: one file of many small tensors, where the header is the work (the scale
 // bytes are a few KiB). Routed experts of 16 a layer, w1/w2/w3 [8, 16] I8 codes with [8, 1]
 // F8_E8M0 scales, topped up to the exact count with F32 norms; the audit must stay linear in
@@ -226,6 +301,17 @@ BENCHMARK(BM_AuditOneFileManyTensors)
     ->Arg(65536)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_AuditLargeShard)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(0)
+    ->MinTime(1.0)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_AuditLargeShardInterleaved)->MinTime(4.0)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_AuditScaleBytes)
     ->ArgNames({"threads", "scale_MiB"})

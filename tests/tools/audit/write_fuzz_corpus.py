@@ -4,7 +4,8 @@ files written by the official `safetensors` package (DeepSeek V4 and gpt-oss nam
 dtype the numpy API takes, metadata, empty and zero-sized tensors), the same made broken in
 each way the audit must reject (truncated, a header length beyond the file, invalid and
 non-UTF-8 JSON, an unknown dtype, shape and byte size disagreeing, offsets out of range,
-overlapping and reversed, a duplicate name, nesting, trailing bytes), and index files.
+overlapping and reversed, a duplicate name, nesting, trailing bytes), index files, and bundles
+(`bundle-*.mxsb`, fuzz/README.md: several files in one input, audited as a checkpoint folder).
 
   tests/tools/audit/write_fuzz_corpus.py corpus/fuzz_safetensors
 """
@@ -121,11 +122,76 @@ def index_files():
     }
 
 
+def bundle(files):
+    """The fuzz target's several-files form: b"MXSB", a count, then per file a name and its bytes."""
+    blob = b"MXSB" + bytes([len(files)])
+    for name, data in files.items():
+        blob += bytes([len(name)]) + name.encode() + struct.pack("<I", len(data)) + data
+    return blob
+
+
+def moe_tensors(layer, experts, shared, low=114, high=126):
+    tensors = {}
+    names = [f"layers.{layer}.ffn.experts.{e}" for e in range(experts)]
+    if shared:
+        names.append(f"layers.{layer}.ffn.shared_experts")
+    for base in names:
+        for w, (n, k) in (("w1", (8, 64)), ("w2", (16, 32)), ("w3", (8, 64))):
+            tensors[f"{base}.{w}.weight"] = RNG.integers(-128, 128, size=(n, k // 2), dtype=np.int8)
+            tensors[f"{base}.{w}.scale"] = e8m0((n, k // 32), low, high)
+    return tensors
+
+
+def index_of(shards):
+    weight_map = {name: shard for shard, tensors in shards.items() for name in tensors}
+    return json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}).encode()
+
+
+def bundle_files():
+    files = {}
+    # An index with two shards: layer 0's experts split across them (W13 and W2 span both).
+    layer = moe_tensors(0, 2, shared=False)
+    one = {k: v for k, v in layer.items() if ".experts.0." in k}
+    two = {k: v for k, v in layer.items() if ".experts.1." in k}
+    shards = {"model-00001-of-00002.safetensors": one, "model-00002-of-00002.safetensors": two}
+    files["bundle-index-two-shards.mxsb"] = bundle({"model.safetensors.index.json": index_of(shards),
+                                                    **{name: save(t) for name, t in shards.items()}})
+    # Two layers' routed and shared experts split across shards: shard 1 holds layer 0's routed
+    # experts and layer 1's shared expert, shard 2 the rest; one of layer 1's shared bytes is 0xFF.
+    zero, first = moe_tensors(0, 2, shared=True), moe_tensors(1, 2, shared=True)
+    raw = first["layers.1.ffn.shared_experts.w3.scale"].view(np.uint8).copy()
+    raw[2, 1] = 255
+    first["layers.1.ffn.shared_experts.w3.scale"] = raw.view(ml_dtypes.float8_e8m0fnu)
+    shards = {
+        "model-00001-of-00002.safetensors": {**{k: v for k, v in zero.items() if ".experts." in k},
+                                             **{k: v for k, v in first.items() if ".shared_experts." in k}},
+        "model-00002-of-00002.safetensors": {**{k: v for k, v in zero.items() if ".shared_experts." in k},
+                                             **{k: v for k, v in first.items() if ".experts." in k}},
+    }
+    files["bundle-routed-shared-split.mxsb"] = bundle({"model.safetensors.index.json": index_of(shards),
+                                                      **{name: save(t) for name, t in shards.items()}})
+    # The index names a shard that is not there (its tensors are unread: their layer refused), and
+    # a stray file beside the index that it does not name.
+    named = dict(shards)
+    named["model-00003-of-00003.safetensors"] = {"layers.2.ffn.experts.0.w1.scale": None}
+    files["bundle-missing-shard-and-stray.mxsb"] = bundle({
+        "model.safetensors.index.json": index_of(named),
+        **{name: save(t) for name, t in shards.items()},
+        "consolidated.safetensors": save(moe_tensors(5, 1, shared=False)),
+    })
+    # No index: a name in two files (the second copy holds 0x70): the layer is refused whichever copy
+    # is read first.
+    layer = moe_tensors(0, 1, shared=False)
+    copy = {"layers.0.ffn.experts.0.w2.scale": e8m0((16, 1), 112, 112)}
+    files["bundle-name-in-two-files.mxsb"] = bundle({"a.safetensors": save(layer), "b.safetensors": save(copy)})
+    return files
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "corpus/fuzz_safetensors"
     os.makedirs(out, exist_ok=True)
     real = real_files()
-    files = {**real, **broken_files(real), **index_files()}
+    files = {**real, **broken_files(real), **index_files(), **bundle_files()}
     for name, blob in sorted(files.items()):
         with open(os.path.join(out, name), "wb") as f:
             f.write(blob)
