@@ -169,11 +169,16 @@ struct Loader {
         }
       }
       for (const TensorInfo& tensor : file.header.tensors) {
-        if (!index->weight_map.contains(tensor.name)) {
+        const auto entry = index->weight_map.find(tensor.name);
+        if (entry == index->weight_map.end()) {
           Fail(AuditError{shard_path, tensor.name,
                           fmt::format("{}: tensor {}: not in the index {}", shard_path, Quoted(tensor.name), path)});
-          if (Stop()) return;
+        } else if (entry->second != shard) {
+          Fail(AuditError{shard_path, tensor.name,
+                          fmt::format("{}: tensor {}: the index puts it in {}, not here ({})", shard_path,
+                                      Quoted(tensor.name), Quoted(entry->second), path)});
         }
+        if (Stop()) return;
       }
     }
     if (Stop()) return;

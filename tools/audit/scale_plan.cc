@@ -272,8 +272,9 @@ class LayerBuilder {
   }
 
   void CheckWeight(KernelLayer& layer, const ScaleTensor& scale, const TensorInfo& info) {
+    // Unread where the index puts it: a copy found elsewhere is not the tensor the index names.
     if (const auto unread = checkpoint_.unread.find(scale.weight_name);
-        !scale.weight && !scale.weight_name.empty() && unread != checkpoint_.unread.end()) {
+        !scale.weight_name.empty() && unread != checkpoint_.unread.end()) {
       layer.problems.push_back({scale.name, fmt::format("its weight {} was not read: the index {} names it, but {}",
                                                         Quoted(scale.weight_name), unread->second.index,
                                                         unread->second.why)});
@@ -468,8 +469,8 @@ absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const Selectio
   }
   // Tensors an index names that could not be read: scales by their names alone (their dtype is
   // not known), so that their layers are refused rather than left out.
+  // A copy read from a file the index does not put it in does not stand in for it.
   for (const auto& [name, unread] : checkpoint.unread) {
-    if (checkpoint.by_name.contains(name)) continue;  // read from another file after all
     Role role = RoleOf(name);
     const bool selected = pattern ? name.size() <= kMaxPatternNameLength && std::regex_match(name, *pattern)
                                   : !role.weight.empty();

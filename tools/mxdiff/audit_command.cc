@@ -14,7 +14,7 @@ ABSL_FLAG(bool, keep_going, false, "audit: after an error, audit the remaining f
 ABSL_FLAG(std::string, pattern, "",
           "audit: select the scale tensors by this regular expression over whole names instead of by dtype "
           "F8_E8M0 and the naming conventions");
-ABSL_FLAG(int, threads, 0, "audit: threads reading scale bytes (0: one per hardware thread)");
+ABSL_FLAG(int, threads, 0, "audit: threads reading scale bytes (0: one per CPU this process may use, at most one per 64 MiB of scale bytes)");
 ABSL_FLAG(int, max_positions, 16, "audit: refused bytes whose positions are reported, per tensor and per layer");
 
 namespace mxdiff::cli {

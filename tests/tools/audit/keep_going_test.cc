@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/tools/audit/safetensors_builder.h"
@@ -300,6 +301,34 @@ TEST(KeepGoing, IndexNamingAMissingShardOrATensorItsShardLacks) {
   ASSERT_TRUE(lacking.present) << LayerNames(result);
   EXPECT_FALSE(lacking.admitted);
   EXPECT_NE(lacking.problems.find("which has no such tensor"), std::string::npos) << lacking.problems;
+}
+
+// Found by fuzz_safetensors' bundle checks: a tensor the index puts in a missing shard is unread
+// even where another shard holds a copy of it, and that copy is an error of its own: the index and
+// its shards must agree both ways.
+TEST(KeepGoing, ATensorTheIndexPutsInAMissingShardIsUnreadThoughAnotherShardHoldsACopy) {
+  for (const std::string moved : {"layers.0.ffn.experts.0.w2.weight", "layers.0.ffn.experts.0.w2.scale"}) {
+    TempDir dir;
+    dir.Write("ckpt/b.safetensors", BuildFile(W2Tensors(0, 0, 1)));
+    json weight_map = json::object();
+    for (const testing::TestTensor& tensor : W2Tensors(0, 0, 1)) weight_map[tensor.name] = "b.safetensors";
+    weight_map[moved] = "a.safetensors";
+    const std::string index =
+        dir.Write("ckpt/model.safetensors.index.json", json({{"weight_map", weight_map}}).dump());
+    const AuditResult result = RunAudit({index}, KeepGoing(true));
+    EXPECT_EQ(ExitStatus(result), 2) << moved;
+    std::string errors;
+    for (const AuditError& error : result.errors) errors += error.message + "\n";
+    EXPECT_NE(errors.find("a.safetensors\" is missing"), std::string::npos) << moved << "\n" << errors;
+    EXPECT_NE(errors.find(fmt::format("tensor \"{}\": the index puts it in \"a.safetensors\", not here", moved)),
+              std::string::npos)
+        << moved << "\n" << errors;
+    const Judged layer = Judge(result, "layers.0.ffn.experts.W2");
+    ASSERT_TRUE(layer.present) << moved << LayerNames(result);
+    EXPECT_FALSE(layer.admitted) << moved;
+    EXPECT_NE(layer.problems.find("a.safetensors is missing"), std::string::npos) << moved << "\n" << layer.problems;
+    EXPECT_NE(TextReport(result).find("kernel layers: 0 admitted, 1 refused"), std::string::npos) << TextReport(result);
+  }
 }
 
 // Issue 23, item 15: a file beside an index that the index does not name is reported and
