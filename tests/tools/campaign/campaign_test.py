@@ -243,7 +243,7 @@ fi""")
         return check
 
     def unmerged_kept(output):
-        folder = re.search(r"new input\(s\) are kept unmerged in (\S+)", output)
+        folder = re.search(r"new input\(s\) are kept unmerged in ([^\s;]+)", output)
         if not folder or not os.path.isdir(folder.group(1)):
             return "no folder of unmerged inputs named"
         return None if any(f.startswith("new-input-") for f in os.listdir(folder.group(1))) else \
@@ -257,7 +257,9 @@ fi""")
               r"fuzz_transform worker [01] was still running 10 s past --time: stopped \(SIGABRT, then SIGKILL 5 s "
               r"later\); it wrote no input",
               r"fuzz_transform: merge ran out of its 30 s limit and was stopped; the 2 new input\(s\) are kept "
-              r"unmerged in \S+/new$",
+              r"unmerged in \S+/new; to add those that add coverage to corpus/fuzz_transform/ by hand: "
+              r"ASAN_OPTIONS=protect_shadow_gap=0 \S+/fuzz_transform -merge=1 -use_counters=0 \S+/corpus/fuzz_transform "
+              r"\S+/new$",
               r"fuzz_transform\s+2\s.*\s\d+ -> \?\s+0\s+ok \(2 worker\(s\) stopped at the time limit\)$"],
              [r"sanitizer/libFuzzer/deadly", r"did not fuzz"], timeout=bound + 60,
              check=within(bound + 8, unmerged_kept)),
