@@ -13,6 +13,7 @@ Cases that need real libFuzzer binaries (the campaign fuzzing for a few seconds)
 --fuzzing 1 (the libFuzzer build's ctest); the others run in both builds.
 """
 import argparse
+import json
 import os
 import re
 import signal
@@ -200,6 +201,90 @@ def build_cases(opt, tmp):
              [r"other arithmetics that reproduce the kernel's bits:\n    ordinary under exact: (\d+) of the \1 "
               r"mismatching elements", r"against ordinary under exact"],
              env={"MXDIFF_TEST_KERNEL": "model=exact"}, timeout=60),
+    ]
+
+    # --- repro --minimize on a real finding: the test kernel's planted defect (a flipped bit where
+    # K >= 64) must survive, the case must shrink, and repro on FILE.min must find the same thing.
+    gen = lcg(17)
+    big_case = write(os.path.join(tmp, "minimize-me.case"),
+                     v1_case(32, 128, 4, [moderate_f16(gen) for _ in range(4 * 128)],
+                             [next(gen) % 256 for _ in range(32 * 64)], [120 + next(gen) % 10 for _ in range(32 * 4)]))
+    planted = {"MXDIFF_TEST_KERNEL": "flip-if-k-at-least=64"}
+
+    def repro_json(path):
+        done = subprocess.run([repro, path, f"--external={opt.test_kernel}", "--json"], capture_output=True,
+                              env=dict(os.environ, **planted), timeout=60)
+        return done.returncode, json.loads(done.stdout)
+
+    def minimized_check(output):
+        minimized = big_case + ".min"
+        if not os.path.exists(minimized):
+            return f"no {minimized}"
+        before, after = os.path.getsize(big_case), os.path.getsize(minimized)
+        if after >= before:
+            return f"{minimized} is {after} bytes, not smaller than the {before} bytes of the input"
+        (status, original), (min_status, again) = repro_json(big_case), repro_json(minimized)
+        if status != 1 or min_status != 1:
+            return f"repro exit {status} on the input, {min_status} on the .min; expected 1 on both"
+        first, kept = original["findings"][0]["signature"], again["findings"][0]["signature"]
+        if kept != first:
+            return f"the .min reproduces {kept}, the input {first}"
+        return None
+
+    def one_line(output):
+        lines = output.strip().splitlines()
+        return None if len(lines) == 1 else f"{len(lines)} lines of output, expected one"
+
+    cases += [
+        Case("repro --minimize shrinks a real finding and keeps its signature",
+             [repro, big_case, f"--external={opt.test_kernel}", "--minimize"], 1,
+             [r"FINDING mismatch/", r"minimized \(signature mismatch/\S+ kept; [1-9]\d* edits of \d+ candidates"],
+             env=planted, check=minimized_check, timeout=300),
+        Case("repro --minimize-evaluations=-1", [repro, corpus_case, "--minimize", "--minimize-evaluations=-1"], 2,
+             [r"--minimize-evaluations=-1 must be >= 1"], check=one_line),
+        Case("repro --minimize-evaluations=0", [repro, corpus_case, "--minimize", "--minimize-evaluations=0"], 2,
+             [r"--minimize-evaluations=0 must be >= 1"], check=one_line),
+        Case("repro --minimize-evaluations=x", [repro, corpus_case, "--minimize", "--minimize-evaluations=x"], 2,
+             [r"--minimize_evaluations=x: "], check=one_line),
+    ]
+
+    # --- repro --sequence: a kernel that goes wrong only after a problem with N=16 has run.
+    gen = lcg(19)
+    arming = v1_case(16, 32, 1, [moderate_f16(gen) for _ in range(32)], [next(gen) % 256 for _ in range(16 * 16)],
+                     [125] * 16)
+    failing = v1_case(8, 32, 1, [moderate_f16(gen) for _ in range(32)], [next(gen) % 256 for _ in range(8 * 16)],
+                      [125] * 8)
+    in_order, reversed_order, empty = (os.path.join(tmp, d) for d in ("seq.sequence", "rev.sequence", "empty.sequence"))
+    for folder, first, second in ((in_order, arming, failing), (reversed_order, failing, arming)):
+        os.makedirs(folder)
+        write(os.path.join(folder, "000.case"), first)
+        write(os.path.join(folder, "001.case"), second)
+        write(os.path.join(folder, "notes.txt"), b"not a case: ignored")
+    os.makedirs(empty)
+    armed = {"MXDIFF_TEST_KERNEL": "flip-after-n=16"}
+    cases += [
+        Case("repro --sequence: a finding that needs the input before it",
+             [repro, "--sequence", in_order, f"--external={opt.test_kernel}"], 1,
+             [r"^000\.case: ok$", r"^001\.case: FINDING mismatch/", r"1 of 2 cases gave a finding"], env=armed,
+             timeout=120),
+        Case("repro --sequence: the same cases in the other order are clean",
+             [repro, "--sequence", reversed_order, f"--external={opt.test_kernel}"], 0,
+             [r"^000\.case: ok$", r"^001\.case: ok$", r"0 of 2 cases gave a finding"], env=armed, timeout=120),
+        Case("repro of the sequence's last case alone is clean",
+             [repro, os.path.join(in_order, "001.case"), f"--external={opt.test_kernel}"], 0, ["reproduced clean"],
+             env=armed, timeout=60),
+        Case("repro --sequence --json", [repro, "--sequence", in_order, f"--external={opt.test_kernel}", "--json"], 1,
+             [r'"file": "001\.case"'], env=armed, timeout=120),
+        Case("repro --sequence of a missing folder", [repro, "--sequence", "/nonexistent/x.sequence"], 2,
+             [r"--sequence /nonexistent/x.sequence: no such directory"], check=one_line),
+        Case("repro --sequence of a file", [repro, "--sequence", corpus_case], 2, [r"not a directory"],
+             check=one_line),
+        Case("repro --sequence of a folder without cases", [repro, "--sequence", empty], 2,
+             [r"holds no \*\.case file"], check=one_line),
+        Case("repro --sequence and a FILE", [repro, "--sequence", in_order, corpus_case], 2,
+             [r"either a case FILE or --sequence DIR, not both"], check=one_line),
+        Case("repro --sequence --minimize", [repro, "--sequence", in_order, "--minimize"], 2,
+             [r"--minimize works on one case FILE"], check=one_line),
     ]
 
     # --- the campaign: arguments, builds that cannot fuzz, workers that do not fuzz.
