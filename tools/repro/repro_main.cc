@@ -30,6 +30,7 @@
 #include "fuzz/transform_target.h"
 #include "reference/admission.h"
 #include "reference/reference_gemm.h"
+#include "tools/cli/checked_output.h"
 #include "tools/cli/command_line.h"
 #include "tools/repro/layer_repro.h"
 
@@ -556,7 +557,7 @@ int RunSequence(const std::string& dir) {
 }  // namespace
 }  // namespace mxdiff::repro
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   static constexpr std::string_view kFlags[] = {"emit",   "regressions", "external", "show",
                                                 "modules", "disable_modules", "json", "minimize",
                                                 "minimize_evaluations", "sequence"};
@@ -589,3 +590,7 @@ int main(int argc, char** argv) {
   return mxdiff::repro::Run(line->positional.front());
 }
 
+// Every exit goes through the check of stdout's writes (tools/cli/checked_output.h).
+int main(int argc, char** argv) {
+  return mxdiff::cli::RunWithCheckedOutput("repro", [&] { return Main(argc, argv); });
+}

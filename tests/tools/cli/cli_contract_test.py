@@ -29,8 +29,9 @@ NEVER = [r"Traceback \(most recent call last\)", r"terminate called", r"std::__i
 
 class Case:
     def __init__(self, name, argv, status, says=(), never=(), timeout=30, env=None, needs=None, check=None,
-                 before=None):
+                 before=None, stdout=None):
         self.name, self.argv, self.status = name, argv, status
+        self.stdout = stdout  # a path the tool's stdout is opened on (/dev/full); stderr is still read
         self.says, self.never = list(says), list(never) + NEVER
         self.timeout, self.env, self.needs = timeout, env or {}, needs
         self.check = check    # callable(output) -> error text or None, after the run
@@ -40,17 +41,25 @@ class Case:
 def run(case):
     env = dict(os.environ, **case.env)
     started = time.time()
-    process = subprocess.Popen(case.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+    sink = open(case.stdout, "wb") if case.stdout else None  # then stderr is what is checked
+    process = subprocess.Popen(case.argv, stdout=sink or subprocess.PIPE,
+                               stderr=subprocess.PIPE if sink else subprocess.STDOUT, env=env,
                                start_new_session=True)
+    if sink:
+        sink.close()
+
+    def said(streams):
+        return (streams[1] if sink else streams[0]) or b""
+
     try:
-        output, _ = process.communicate(timeout=case.timeout)
+        output = said(process.communicate(timeout=case.timeout))
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGTERM)  # the campaign stops its workers on SIGTERM
         try:
-            output, _ = process.communicate(timeout=10)
+            output = said(process.communicate(timeout=10))
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
+            output = said(process.communicate())
         return None, output.decode(errors="replace"), time.time() - started
     return process.returncode, output.decode(errors="replace"), time.time() - started
 
@@ -287,6 +296,34 @@ def build_cases(opt, tmp):
              [r"--minimize works on one case FILE"], check=one_line),
     ]
 
+    # --- write errors: every command with its stdout on a full device (/dev/full) exits 2 with one
+    # line saying so, never 0 with its output lost, never an abort.
+    checkpoint = os.path.join(repo, "corpus", "fuzz_safetensors", "real-deepseek-v4-raw112-0xff.safetensors")
+    lost = [r"cannot write the output to stdout: No space left on device"]
+    full = [
+        ("mxdiff --help", [mxdiff, "--help"]),
+        ("mxdiff vectors", [mxdiff, "vectors", "--model=v100"] + [os.path.join(repo, "tests", "vectors", v)
+                                                                  for v in vectors]),
+        ("mxdiff transform-table", [mxdiff, "transform-table"]),
+        ("mxdiff self-check", [mxdiff, "self-check", "--quiet"]),
+        ("mxdiff audit", [mxdiff, "audit", checkpoint]),
+        ("mxdiff audit --format=json", [mxdiff, "audit", "--format=json", checkpoint]),
+        ("repro FILE", [repro, corpus_case]),
+        ("repro --json", [repro, corpus_case, "--json"]),
+        ("repro --help", [repro, "--help"]),
+        ("repro --sequence", [repro, "--sequence", in_order, f"--external={opt.test_kernel}"]),
+    ] + [(f"mxdiff {command} --help", [mxdiff, command, "--help"])
+         for command in ("vectors", "transform-table", "self-check", "calibrate", "bench", "audit")]
+    def last_line_only(output):  # repro --json's readable text goes to stderr: the failure is its last line
+        lines = output.strip().splitlines()
+        return None if lines and re.search(lost[0], lines[-1]) and sum(re.search(lost[0], line) is not None
+                                                                         for line in lines) == 1 else \
+            "the write failure is not one last line"
+
+    cases += [Case(f"{name} > /dev/full", argv, 2, lost, stdout="/dev/full", env=armed,
+                   check=last_line_only if "--json" in argv else one_line, timeout=120)
+              for name, argv in full]
+
     # --- the campaign: arguments, builds that cannot fuzz, workers that do not fuzz.
     out = os.path.join(tmp, "campaign-out")
     fake = os.path.join(tmp, "fake-build")
@@ -436,7 +473,8 @@ def main():
             print(f"{'ok  ' if not problems else 'FAIL'} {case.name} (exit {status}, {seconds:.1f} s)")
             if problems:
                 failures += 1
-                command = " ".join(case.argv)
+                command = " ".join(a.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                                   for a in case.argv)  # a path may hold any bytes
                 env = " ".join(f"{k}={v}" for k, v in case.env.items())
                 print(f"     command: {env + ' ' if env else ''}{command}")
                 for p in problems:
