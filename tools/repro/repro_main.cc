@@ -32,6 +32,7 @@
 #include "reference/reference_gemm.h"
 #include "tools/cli/checked_output.h"
 #include "tools/cli/command_line.h"
+#include "tools/cli/input_file.h"
 #include "tools/repro/layer_repro.h"
 
 ABSL_FLAG(bool, emit, false, "copy the case into the regressions folder as <target>.<signature>.<hash>.case");
@@ -242,6 +243,7 @@ absl::StatusOr<std::vector<uint8_t>> ReadCaseFile(const std::string& path) {
   if (std::filesystem::is_directory(path, error)) {
     return absl::InvalidArgumentError(fmt::format("{} is a directory, not a case file", path));
   }
+  if (absl::Status refused = cli::RefuseStreamInput(path); !refused.ok()) return refused;  // a FIFO would hang
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   const size_t limit = fuzz::MaxEncodedSize();

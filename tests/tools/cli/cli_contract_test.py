@@ -324,6 +324,21 @@ def build_cases(opt, tmp):
                    check=last_line_only if "--json" in argv else one_line, timeout=120)
               for name, argv in full]
 
+    # --- a FIFO nobody writes: refused at once (opening it would wait for a writer forever).
+    fifo = os.path.join(tmp, "no-writer.fifo")
+    os.mkfifo(fifo)
+    fifo_sequence = os.path.join(tmp, "fifo.sequence")
+    os.makedirs(fifo_sequence)
+    os.mkfifo(os.path.join(fifo_sequence, "000.case"))
+    cases += [
+        Case("mxdiff vectors of a FIFO", [mxdiff, "vectors", "--model=v100", fifo], 2,
+             [rf"{re.escape(fifo)}: not a regular file \(a FIFO\)"], check=one_line, timeout=10),
+        Case("repro of a FIFO", [repro, fifo], 2, [rf"{re.escape(fifo)}: not a regular file \(a FIFO\)"],
+             check=one_line, timeout=10),
+        Case("repro --sequence with a FIFO in it", [repro, "--sequence", fifo_sequence], 2,
+             [r"000\.case: not a regular file \(a FIFO\)"], check=one_line, timeout=10),
+    ]
+
     # --- the campaign: arguments, builds that cannot fuzz, workers that do not fuzz.
     out = os.path.join(tmp, "campaign-out")
     fake = os.path.join(tmp, "fake-build")
