@@ -32,6 +32,7 @@
 #include "reference/reference_gemm.h"
 #include "tools/cli/checked_output.h"
 #include "tools/cli/command_line.h"
+#include "tools/cli/json_bytes.h"
 #include "tools/cli/input_file.h"
 #include "tools/repro/layer_repro.h"
 
@@ -360,7 +361,7 @@ void PrintJsonVerdict(const std::string& path, const fuzz::CaseEvaluation& evalu
                                  {"passed", !v.finding.has_value()},
                                  {"signature", v.finding ? v.finding->signature : ""}});
   }
-  fmt::print("{}\n", verdict.dump(2));
+  fmt::print("{}\n", cli::DumpJson(verdict, 2));
 }
 
 int Run(const std::string& path) {
@@ -552,7 +553,7 @@ int RunSequence(const std::string& dir) {
   const int status = any ? kExitReproduced : kExitClean;
   if (absl::GetFlag(FLAGS_json)) {
     nlohmann::json verdict = {{"sequence", dir}, {"exit_status", status}, {"reproduced", any}, {"cases", cases}};
-    fmt::print("{}\n", verdict.dump(2));
+    fmt::print("{}\n", cli::DumpJson(verdict, 2));
   }
   return status;
 }

@@ -339,6 +339,42 @@ def build_cases(opt, tmp):
              [r"000\.case: not a regular file \(a FIFO\)"], check=one_line, timeout=10),
     ]
 
+    # --- a path that is not UTF-8 (byte 0xFF): the JSON parses and gives the exact bytes back
+    # (each byte outside UTF-8 as \udcXX, PEP 383's surrogateescape: os.fsencode undoes it).
+    odd_dir = os.path.join(os.fsencode(tmp), b"odd-\xff-dir")
+    os.makedirs(odd_dir)
+    odd_case = os.path.join(odd_dir, b"case-\xfe\xff.case")
+    odd_checkpoint = os.path.join(odd_dir, b"ckpt-\xff.safetensors")
+    with open(corpus_case, "rb") as source:
+        write(odd_case, source.read())
+    with open(checkpoint, "rb") as source:
+        write(odd_checkpoint, source.read())
+
+    def json_names_bytes(argv, path, fields):
+        """Runs argv, parses its stdout as JSON; every field (a function of the document) must decode
+        to `path`'s exact bytes."""
+        done = subprocess.run(argv, capture_output=True, timeout=60)
+        try:
+            document = json.loads(done.stdout)
+        except ValueError as error:
+            return f"stdout is not JSON ({error}): {done.stdout[:200]!r} {done.stderr[-300:]!r}"
+        for field in fields:
+            value = field(document)
+            if not isinstance(value, str) or os.fsencode(value) != path:
+                return f"{value!r} does not decode to {path!r}"
+        return None
+
+    repro_odd = [repro, os.fsdecode(odd_case), "--json"]
+    audit_odd = [mxdiff, "audit", "--format=json", os.fsdecode(odd_checkpoint)]
+    cases += [
+        Case("repro --json of a path with byte 0xFF", repro_odd, 0, [r'"file": "'],
+             check=lambda out: json_names_bytes(repro_odd, odd_case, [lambda d: d["file"]])),
+        Case("audit --format=json of a path with byte 0xFF", audit_odd, 1, [r'"inputs":\["'],
+             check=lambda out: json_names_bytes(audit_odd, odd_checkpoint,
+                                                [lambda d: d["inputs"][0]] +
+                                                [lambda d, i=i: d["tensors"][i]["file"] for i in range(1)])),
+    ]
+
     # --- the campaign: arguments, builds that cannot fuzz, workers that do not fuzz.
     out = os.path.join(tmp, "campaign-out")
     fake = os.path.join(tmp, "fake-build")
