@@ -378,7 +378,8 @@ def build_cases(opt, tmp):
     # --- the GPU commands on a machine without a GPU: they say so (a CUDA build's runtime says "CUDA
     # driver version is insufficient" where no driver is installed, which reads like an old driver).
     if not has_gpu:
-        no_gpu = [r"^mxdiff (bench|calibrate): (no GPU: this machine has no CUDA device|this build has no CUDA)"]
+        no_gpu = [r"^mxdiff (bench|calibrate): (no GPU: this machine has no CUDA device|(needs a CUDA build and a GPU; )?"
+                  r"this build has no CUDA)"]
         cases += [
             Case(f"mxdiff {command} without a GPU", [mxdiff, command], 2, no_gpu,
                  [r"driver version is insufficient", r"cudaGetDeviceCount: "], check=one_line, timeout=60)
