@@ -377,6 +377,11 @@ int Run(const std::string& path) {
   }
   const std::vector<uint8_t>& bytes = *read;
   if (IsLayerCase(bytes)) {  // a fuzz_layer case (tools/repro/layer_repro.h)
+    if (absl::GetFlag(FLAGS_minimize) || absl::GetFlag(FLAGS_json)) {  // not a silent no-op
+      fmt::print(stderr, "repro: --{} works on GEMM cases; {} is a fuzz_layer case\n",
+                 absl::GetFlag(FLAGS_minimize) ? "minimize" : "json", path);
+      return kExitBadInput;
+    }
     return ReproLayerCase(path, bytes, absl::GetFlag(FLAGS_emit), absl::GetFlag(FLAGS_regressions));
   }
   absl::StatusOr<fuzz::FuzzCase> decoded = fuzz::DecodeCase(bytes);
@@ -426,6 +431,8 @@ int Run(const std::string& path) {
 
   if (absl::GetFlag(FLAGS_minimize) && !findings.empty()) {
     if (int status = Minimize(path, c, findings.front(), differential); status != kExitClean) return status;
+  } else if (absl::GetFlag(FLAGS_minimize)) {
+    fmt::print(text, "\n--minimize: nothing to minimize (no finding reproduced); no {}.min written\n", path);
   }
   if (absl::GetFlag(FLAGS_emit)) {
     const std::string target = findings.empty() ? TargetFromFileName(path) : findings.front().target;

@@ -219,6 +219,8 @@ def build_cases(opt, tmp):
                      v1_case(32, 128, 4, [moderate_f16(gen) for _ in range(4 * 128)],
                              [next(gen) % 256 for _ in range(32 * 64)], [120 + next(gen) % 10 for _ in range(32 * 4)]))
     planted = {"MXDIFF_TEST_KERNEL": "flip-if-k-at-least=64"}
+    layer_case = os.path.join(repo, "corpus", "fuzz_layer", sorted(os.listdir(os.path.join(repo, "corpus",
+                                                                                         "fuzz_layer")))[0])
 
     def repro_json(path):
         done = subprocess.run([repro, path, f"--external={opt.test_kernel}", "--json"], capture_output=True,
@@ -249,6 +251,13 @@ def build_cases(opt, tmp):
              [repro, big_case, f"--external={opt.test_kernel}", "--minimize"], 1,
              [r"FINDING mismatch/", r"minimized \(signature mismatch/\S+ kept; [1-9]\d* edits of \d+ candidates"],
              env=planted, check=minimized_check, timeout=300),
+        Case("repro --minimize of a clean case says there is nothing to minimize", [repro, corpus_case, "--minimize"],
+             0, [r"--minimize: nothing to minimize \(no finding reproduced\)"],
+             check=lambda out: f"{corpus_case}.min was written" if os.path.exists(corpus_case + ".min") else None),
+        Case("repro --minimize of a fuzz_layer case is refused", [repro, layer_case, "--minimize"], 2,
+             [r"--minimize works on GEMM cases; .* is a fuzz_layer case"], check=one_line),
+        Case("repro --json of a fuzz_layer case is refused", [repro, layer_case, "--json"], 2,
+             [r"--json works on GEMM cases; .* is a fuzz_layer case"], check=one_line),
         Case("repro --minimize-evaluations=-1", [repro, corpus_case, "--minimize", "--minimize-evaluations=-1"], 2,
              [r"--minimize-evaluations=-1 must be >= 1"], check=one_line),
         Case("repro --minimize-evaluations=0", [repro, corpus_case, "--minimize", "--minimize-evaluations=0"], 2,
