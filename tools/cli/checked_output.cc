@@ -26,8 +26,9 @@ int RunWithCheckedOutput(std::string_view program, const std::function<int()>& b
   } catch (const std::system_error& error) {
     // fmt::print throws std::system_error when fwrite fails; so do other things (std::filesystem),
     // which are not write errors: only a stream whose error flag is set is one.
-    if (!std::ferror(stdout)) throw;
-    return WriteFailed(program, error.code().message());
+    if (std::ferror(stdout)) return WriteFailed(program, error.code().message());
+    if (std::ferror(stderr)) return 2;  // a message that cannot be written: nothing more can be said
+    throw;
   }
   errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {

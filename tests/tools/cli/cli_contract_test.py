@@ -29,9 +29,10 @@ NEVER = [r"Traceback \(most recent call last\)", r"terminate called", r"std::__i
 
 class Case:
     def __init__(self, name, argv, status, says=(), never=(), timeout=30, env=None, needs=None, check=None,
-                 before=None, stdout=None):
+                 before=None, stdout=None, stderr=None):
         self.name, self.argv, self.status = name, argv, status
         self.stdout = stdout  # a path the tool's stdout is opened on (/dev/full); stderr is still read
+        self.stderr = stderr  # likewise for stderr; stdout is still read
         self.says, self.never = list(says), list(never) + NEVER
         self.timeout, self.env, self.needs = timeout, env or {}, needs
         self.check = check    # callable(output) -> error text or None, after the run
@@ -42,11 +43,13 @@ def run(case):
     env = dict(os.environ, **case.env)
     started = time.time()
     sink = open(case.stdout, "wb") if case.stdout else None  # then stderr is what is checked
+    error_sink = open(case.stderr, "wb") if case.stderr else None  # then stdout is
     process = subprocess.Popen(case.argv, stdout=sink or subprocess.PIPE,
-                               stderr=subprocess.PIPE if sink else subprocess.STDOUT, env=env,
+                               stderr=error_sink or (subprocess.PIPE if sink else subprocess.STDOUT), env=env,
                                start_new_session=True)
-    if sink:
-        sink.close()
+    for opened in (sink, error_sink):
+        if opened:
+            opened.close()
 
     def said(streams):
         return (streams[1] if sink else streams[0]) or b""
@@ -329,6 +332,11 @@ def build_cases(opt, tmp):
                                                                          for line in lines) == 1 else \
             "the write failure is not one last line"
 
+    cases += [
+        Case("mxdiff vectors 2> /dev/full: exit 2, no abort", [mxdiff, "vectors", "--model=bogus", "x.csv"], 2,
+             stderr="/dev/full"),
+        Case("repro --json 2> /dev/full: exit 2, no abort", [repro, corpus_case, "--json"], 2, stderr="/dev/full"),
+    ]
     cases += [Case(f"{name} > /dev/full", argv, 2, lost, stdout="/dev/full", env=armed,
                    check=last_line_only if "--json" in argv else one_line, timeout=120)
               for name, argv in full]
