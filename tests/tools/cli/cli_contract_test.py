@@ -326,6 +326,27 @@ def build_cases(opt, tmp):
         ("repro --sequence", [repro, "--sequence", in_order, f"--external={opt.test_kernel}"]),
     ] + [(f"mxdiff {command} --help", [mxdiff, command, "--help"])
          for command in ("vectors", "transform-table", "self-check", "calibrate", "bench", "audit")]
+    # Files repro writes, onto a full device (a symlink to /dev/full where the file goes): exit 2.
+    full_min_case = write(os.path.join(tmp, "full-min.case"), open(big_case, "rb").read())
+    os.symlink("/dev/full", full_min_case + ".min")
+    with open(layer_case, "rb") as source:
+        layer_bytes = source.read()
+    fnv = 0xcbf29ce484222325
+    for byte in layer_bytes:
+        fnv = ((fnv ^ byte) * 0x100000001b3) % 2 ** 64
+    layer_emit = os.path.join(tmp, "layer-emit")
+    os.makedirs(os.path.join(layer_emit, "regressions"))
+    os.makedirs(os.path.join(layer_emit, "fuzz_layer"))
+    os.symlink("/dev/full", os.path.join(layer_emit, "fuzz_layer", f"regression-clean.{fnv:016x}.case"))
+    cases += [
+        Case("repro --minimize onto a full device", [repro, full_min_case, f"--external={opt.test_kernel}",
+                                                     "--minimize"], 2, [r"--minimize: .*cannot write .*full-min\.case\.min"],
+             env=planted, timeout=300),
+        Case("repro --emit of a layer case onto a full device",
+             [repro, layer_case, "--emit", f"--regressions={os.path.join(layer_emit, 'regressions')}"], 2,
+             [r"--emit failed: cannot write .*regression-clean\.[0-9a-f]{16}\.case"], timeout=60),
+    ]
+
     def last_line_only(output):  # repro --json's readable text goes to stderr: the failure is its last line
         lines = output.strip().splitlines()
         return None if lines and re.search(lost[0], lines[-1]) and sum(re.search(lost[0], line) is not None
