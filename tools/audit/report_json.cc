@@ -4,6 +4,7 @@
 
 #include "nlohmann/json.hpp"
 #include "tools/audit/audit.h"
+#include "tools/cli/json_bytes.h"
 
 namespace mxdiff::audit {
 namespace {
@@ -180,8 +181,9 @@ std::string JsonReport(const AuditResult& result) {
                          {"refused_bytes", audit.refused_bytes}});
   }
   report["unindexed_files"] = std::move(unindexed);
-  // Names come from the input: `replace` keeps the output valid UTF-8 whatever they hold.
-  return report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  // Names and paths come from the input and may hold any bytes: DumpJson keeps the output valid
+  // JSON and escapes a byte that is not UTF-8 as \udcXX, losslessly (tools/cli/json_bytes.h).
+  return cli::DumpJson(report) + "\n";
 }
 
 }  // namespace mxdiff::audit

@@ -26,6 +26,7 @@
 
 #if MXDIFF_HAVE_CUDA
 #include "tools/bench/bench_driver.h"
+#include "tools/mxdiff/gpu_presence.h"
 #endif
 
 ABSL_FLAG(std::string, arms, "ordinary,folded",
@@ -148,6 +149,10 @@ int BenchCommand(std::span<const std::string_view> args) {
                                                           : "";
   if (!problem.empty()) {
     fmt::print(stderr, "mxdiff bench: {}\n", problem);
+    return kExitBadInput;
+  }
+  if (absl::Status gpu = RequireGpu(config.device); !gpu.ok()) {  // before any output: no GPU is one line
+    fmt::print(stderr, "mxdiff bench: {}\n", std::string(gpu.message()));
     return kExitBadInput;
   }
   config.seed = absl::GetFlag(FLAGS_bench_seed);

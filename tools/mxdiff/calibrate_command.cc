@@ -19,6 +19,7 @@
 #include "tools/mxdiff/commands.h"
 
 #if MXDIFF_HAVE_CUDA
+#include "tools/mxdiff/gpu_presence.h"
 #include "kernels/mma_fragment_layout.h"
 #include "kernels/mma_probe.h"
 #endif
@@ -234,10 +235,14 @@ int CalibrateCommand(std::span<const std::string_view> args) {
       return kExitBadInput;
     }
   }
+  constexpr int kDevice = 0;
+  if (absl::Status gpu = RequireGpu(kDevice); !gpu.ok()) {  // before any output: no GPU is one line
+    fmt::print(stderr, "mxdiff calibrate: {}\n", std::string(gpu.message()));
+    return kExitBadInput;
+  }
   uint64_t seed = absl::GetFlag(FLAGS_seed);
   if (seed == 0) seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   fmt::print("calibrate: seed {} (replay with --seed={})\n", seed, seed);
-  constexpr int kDevice = 0;
 
   absl::StatusOr<LayoutReport> layout = RediscoverLayout(kDevice);
   if (!layout.ok()) {

@@ -12,6 +12,7 @@
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
 #include "fmt/core.h"
+#include "tools/cli/checked_output.h"
 #include "tools/cli/command_line.h"
 #include "tools/mxdiff/commands.h"
 
@@ -88,7 +89,7 @@ std::string TableProblems() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   using mxdiff::cli::kExitBadInput;
   if (const std::string problems = TableProblems(); !problems.empty()) {
     fmt::print(stderr, "mxdiff: internal error in the command table:\n{}", problems);
@@ -136,4 +137,9 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::string_view> args(line->positional.begin() + 1, line->positional.end());
   return command->run(args);
+}
+
+// Every exit goes through the check of stdout's writes (tools/cli/checked_output.h).
+int main(int argc, char** argv) {
+  return mxdiff::cli::RunWithCheckedOutput("mxdiff", [&] { return Main(argc, argv); });
 }

@@ -6,6 +6,7 @@
 #include "fmt/core.h"
 #include "reference/step_model.h"
 #include "reference/vector_file.h"
+#include "tools/cli/input_file.h"
 #include "tools/mxdiff/commands.h"
 
 ABSL_FLAG(std::string, model, "", "vectors: step model: v100, sm90-emulated, sm90-emulated-ftz or exact");
@@ -35,6 +36,10 @@ int VectorsCommand(std::span<const std::string_view> args) {
   // Every file is parsed before any is judged: bad input never yields a partial verdict.
   std::vector<VectorFile> files;
   for (std::string_view path : args) {
+    if (absl::Status refused = RefuseStreamInput(std::string(path)); !refused.ok()) {
+      fmt::print(stderr, "mxdiff vectors: {}\n", std::string(refused.message()));
+      return kExitBadInput;
+    }
     absl::StatusOr<VectorFile> file = ReadVectorFile(std::string(path));
     if (!file.ok()) {
       fmt::print(stderr, "mxdiff vectors: {}\n", std::string(file.status().message()));

@@ -43,6 +43,7 @@ int ReproLayerCase(const std::string& path, std::span<const uint8_t> bytes, bool
         dir / fmt::format("regression-{}.{:016x}.case", fuzz::SignatureStem(finding ? finding->signature : "clean"), hash);
     std::ofstream out(file, std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    out.close();  // a write error (a full disk) shows at the flush
     if (!out) {
       fmt::print(stderr, "repro: --emit failed: cannot write {}\n", file.string());
       return 2;

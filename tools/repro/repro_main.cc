@@ -8,6 +8,7 @@
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <fstream>
 #include <string>
@@ -22,12 +23,17 @@
 #include "fuzz/dispatch_target.h"
 #include "fuzz/findings.h"
 #include "fuzz/gemm_differential.h"
+#include "fuzz/layer_case_format.h"
+#include "fuzz/layer_target.h"
 #include "fuzz/modules/module_loader.h"
 #include "fuzz/reference_target.h"
 #include "fuzz/transform_target.h"
 #include "reference/admission.h"
 #include "reference/reference_gemm.h"
+#include "tools/cli/checked_output.h"
 #include "tools/cli/command_line.h"
+#include "tools/cli/json_bytes.h"
+#include "tools/cli/input_file.h"
 #include "tools/repro/layer_repro.h"
 
 ABSL_FLAG(bool, emit, false, "copy the case into the regressions folder as <target>.<signature>.<hash>.case");
@@ -39,6 +45,8 @@ ABSL_FLAG(std::vector<std::string>, disable_modules, {}, "all kernel modules but
 ABSL_FLAG(bool, json, false, "print the verdict as JSON on stdout (the readable text goes to stderr)");
 ABSL_FLAG(bool, minimize, false, "shrink the case while its first finding keeps its signature; write FILE.min");
 ABSL_FLAG(int, minimize_evaluations, 400, "at most this many candidate cases with --minimize");
+ABSL_FLAG(std::string, sequence, "",
+          "replay the *.case files of this folder in name order in one process (a finding's <...>.sequence)");
 
 namespace mxdiff::repro {
 namespace {
@@ -236,6 +244,7 @@ absl::StatusOr<std::vector<uint8_t>> ReadCaseFile(const std::string& path) {
   if (std::filesystem::is_directory(path, error)) {
     return absl::InvalidArgumentError(fmt::format("{} is a directory, not a case file", path));
   }
+  if (absl::Status refused = cli::RefuseStreamInput(path); !refused.ok()) return refused;  // a FIFO would hang
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   const size_t limit = fuzz::MaxEncodedSize();
@@ -260,6 +269,10 @@ absl::Status ValidateFlags() {
   if (absl::GetFlag(FLAGS_show) < 0) {
     return absl::InvalidArgumentError(fmt::format("--show={} must be >= 0", absl::GetFlag(FLAGS_show)));
   }
+  if (absl::GetFlag(FLAGS_minimize_evaluations) < 1) {
+    return absl::InvalidArgumentError(fmt::format("--minimize-evaluations={} must be >= 1",
+                                                  absl::GetFlag(FLAGS_minimize_evaluations)));
+  }
   if (absl::GetFlag(FLAGS_emit)) {
     const std::string dir = absl::GetFlag(FLAGS_regressions);
     std::error_code error;
@@ -272,6 +285,26 @@ absl::Status ValidateFlags() {
   return absl::OkStatus();
 }
 
+// The CPU properties repro checks on every GEMM case, by target.
+constexpr std::pair<const char*, fuzz::CheckResult (*)(const fuzz::FuzzCase&)> kCpuTargets[] = {
+    {"fuzz_transform", fuzz::CheckTransformCase},
+    {"fuzz_dispatch", fuzz::CheckDispatchCase},
+    {"fuzz_reference", fuzz::CheckReferenceCase},
+};
+
+// fuzz_gemm's modules as the flags select them. A device that matches no step model is a finding
+// of its own (appended to `findings`): nothing it computes can be judged, so no module is loaded.
+absl::StatusOr<fuzz::LoadedModules> LoadSelectedModules(std::vector<TargetFinding>& findings) {
+  fuzz::ModuleSelection selection{absl::GetFlag(FLAGS_modules), absl::GetFlag(FLAGS_disable_modules),
+                                  absl::GetFlag(FLAGS_external)};
+  absl::StatusOr<fuzz::LoadedModules> loaded = fuzz::LoadModules(selection);
+  if (!loaded.ok() && loaded.status().code() == absl::StatusCode::kFailedPrecondition) {
+    findings.push_back({"fuzz_gemm", {"calibration/no-model", std::string(loaded.status().message())}});
+    loaded = fuzz::LoadedModules{{}, std::string(loaded.status().message()) + "\n"};
+  }
+  return loaded;
+}
+
 // The finding's signature, recomputed on another case by the check that found it.
 std::optional<std::string> SignatureOf(const TargetFinding& finding, const fuzz::FuzzCase& c,
                                        fuzz::GemmDifferential& differential) {
@@ -279,7 +312,11 @@ std::optional<std::string> SignatureOf(const TargetFinding& finding, const fuzz:
   if (finding.target == "fuzz_transform") again = fuzz::CheckTransformCase(c);
   else if (finding.target == "fuzz_dispatch") again = fuzz::CheckDispatchCase(c);
   else if (finding.target == "fuzz_reference") again = fuzz::CheckReferenceCase(c);
-  else if (const fuzz::CheckVerdict* first = differential.Evaluate(c).FirstFinding()) again = first->finding;
+  else {
+    // The evaluation outlives the pointer FirstFinding returns into it.
+    const fuzz::CaseEvaluation evaluation = differential.Evaluate(c);
+    if (const fuzz::CheckVerdict* first = evaluation.FirstFinding()) again = first->finding;
+  }
   if (!again) return std::nullopt;
   return again->signature;
 }
@@ -296,6 +333,7 @@ int Minimize(const std::string& path, const fuzz::FuzzCase& c, const TargetFindi
   if (bytes.ok()) {
     std::ofstream file(out, std::ios::binary);
     file.write(reinterpret_cast<const char*>(bytes->data()), std::streamsize(bytes->size()));
+    file.close();  // a write error shows at the flush
     if (!file) bytes = absl::PermissionDeniedError(fmt::format("cannot write {}", out));
   }
   if (!bytes.ok()) {
@@ -323,7 +361,7 @@ void PrintJsonVerdict(const std::string& path, const fuzz::CaseEvaluation& evalu
                                  {"passed", !v.finding.has_value()},
                                  {"signature", v.finding ? v.finding->signature : ""}});
   }
-  fmt::print("{}\n", verdict.dump(2));
+  fmt::print("{}\n", cli::DumpJson(verdict, 2));
 }
 
 int Run(const std::string& path) {
@@ -339,6 +377,11 @@ int Run(const std::string& path) {
   }
   const std::vector<uint8_t>& bytes = *read;
   if (IsLayerCase(bytes)) {  // a fuzz_layer case (tools/repro/layer_repro.h)
+    if (absl::GetFlag(FLAGS_minimize) || absl::GetFlag(FLAGS_json)) {  // not a silent no-op
+      fmt::print(stderr, "repro: --{} works on GEMM cases; {} is a fuzz_layer case\n",
+                 absl::GetFlag(FLAGS_minimize) ? "minimize" : "json", path);
+      return kExitBadInput;
+    }
     return ReproLayerCase(path, bytes, absl::GetFlag(FLAGS_emit), absl::GetFlag(FLAGS_regressions));
   }
   absl::StatusOr<fuzz::FuzzCase> decoded = fuzz::DecodeCase(bytes);
@@ -352,12 +395,7 @@ int Run(const std::string& path) {
   fmt::print(text, "  admission: {}\n\n", admission.Describe());
 
   std::vector<TargetFinding> findings;
-  const std::pair<const char*, fuzz::CheckResult (*)(const fuzz::FuzzCase&)> cpu_targets[] = {
-      {"fuzz_transform", fuzz::CheckTransformCase},
-      {"fuzz_dispatch", fuzz::CheckDispatchCase},
-      {"fuzz_reference", fuzz::CheckReferenceCase},
-  };
-  for (const auto& [target, check] : cpu_targets) {
+  for (const auto& [target, check] : kCpuTargets) {
     const fuzz::CheckResult finding = check(c);
     fmt::print(text, "{:<15} {}\n", target, finding ? "FINDING " + finding->signature + "\n  " + finding->description : "ok");
     if (finding) findings.push_back({target, *finding});
@@ -371,14 +409,7 @@ int Run(const std::string& path) {
                           : route.status().ToString());
   }
 
-  fuzz::ModuleSelection selection{absl::GetFlag(FLAGS_modules), absl::GetFlag(FLAGS_disable_modules),
-                                  absl::GetFlag(FLAGS_external)};
-  absl::StatusOr<fuzz::LoadedModules> loaded = fuzz::LoadModules(selection);
-  if (!loaded.ok() && loaded.status().code() == absl::StatusCode::kFailedPrecondition) {
-    // The device matches no step model: nothing it computes can be judged (a finding of its own).
-    findings.push_back({"fuzz_gemm", {"calibration/no-model", std::string(loaded.status().message())}});
-    loaded = fuzz::LoadedModules{{}, std::string(loaded.status().message()) + "\n"};
-  }
+  absl::StatusOr<fuzz::LoadedModules> loaded = LoadSelectedModules(findings);
   if (!loaded.ok()) {
     fmt::print(stderr, "repro: {}\n", loaded.status().ToString());
     return kExitBadInput;
@@ -400,6 +431,8 @@ int Run(const std::string& path) {
 
   if (absl::GetFlag(FLAGS_minimize) && !findings.empty()) {
     if (int status = Minimize(path, c, findings.front(), differential); status != kExitClean) return status;
+  } else if (absl::GetFlag(FLAGS_minimize)) {
+    fmt::print(text, "\n--minimize: nothing to minimize (no finding reproduced); no {}.min written\n", path);
   }
   if (absl::GetFlag(FLAGS_emit)) {
     const std::string target = findings.empty() ? TargetFromFileName(path) : findings.front().target;
@@ -420,16 +453,128 @@ int Run(const std::string& path) {
   return status;
 }
 
+
+// repro --sequence DIR: the *.case files of DIR in name order, in this one process: the same
+// modules (loaded once) and the same device state throughout, as the worker ran them. Each case
+// gets what `repro FILE` checks (GEMM cases: the CPU properties and fuzz_gemm's checks; layer
+// cases: fuzz_layer's check on one layer differential). A file that does not decode is skipped, as
+// the fuzz target skips it. Exit 1 if any case gave a finding.
+int RunSequence(const std::string& dir) {
+  if (absl::GetFlag(FLAGS_json)) text = stderr;
+  if (absl::Status status = ValidateFlags(); !status.ok()) {
+    fmt::print(stderr, "repro: {}\n", std::string(status.message()));
+    return kExitBadInput;
+  }
+  if (absl::GetFlag(FLAGS_emit) || absl::GetFlag(FLAGS_minimize)) {
+    fmt::print(stderr, "repro: --{} works on one case FILE, not with --sequence\n",
+               absl::GetFlag(FLAGS_emit) ? "emit" : "minimize");
+    return kExitBadInput;
+  }
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error)) {
+    fmt::print(stderr, "repro: --sequence {}: {}\n", dir,
+               std::filesystem::exists(dir, error) ? "not a directory" : "no such directory");
+    return kExitBadInput;
+  }
+  std::vector<std::string> files;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().extension() == ".case") files.push_back(it->path().string());
+  }
+  if (error) {
+    fmt::print(stderr, "repro: --sequence {}: cannot list it: {}\n", dir, error.message());
+    return kExitBadInput;
+  }
+  if (files.empty()) {
+    fmt::print(stderr, "repro: --sequence {}: holds no *.case file\n", dir);
+    return kExitBadInput;
+  }
+  std::sort(files.begin(), files.end());
+  // Every file is read before any runs: an unreadable one never leaves a partial replay.
+  std::vector<std::vector<uint8_t>> inputs;
+  for (const std::string& file : files) {
+    absl::StatusOr<std::vector<uint8_t>> read = ReadCaseFile(file);
+    if (!read.ok()) {
+      fmt::print(stderr, "repro: --sequence: {}\n", std::string(read.status().message()));
+      return kExitBadInput;
+    }
+    inputs.push_back(*std::move(read));
+  }
+  std::vector<TargetFinding> calibration;
+  absl::StatusOr<fuzz::LoadedModules> loaded = LoadSelectedModules(calibration);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "repro: {}\n", loaded.status().ToString());
+    return kExitBadInput;
+  }
+  fmt::print(text, "sequence {}: {} cases, replayed in name order in one process\n{}", dir, files.size(),
+             loaded->report);
+  fuzz::GemmDifferential differential(std::move(loaded->modules));
+  std::unique_ptr<fuzz::LayerDifferential> layer_differential;  // opened at the first layer case
+  nlohmann::json cases = nlohmann::json::array();
+  size_t with_findings = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string name = std::filesystem::path(files[i]).filename().string();
+    std::vector<TargetFinding> found;
+    std::string kind = "gemm";
+    bool valid = true;
+    if (IsLayerCase(inputs[i])) {
+      kind = "layer";
+      const absl::StatusOr<fuzz::LayerCase> c = fuzz::DecodeLayerCase(inputs[i]);
+      valid = c.ok();
+      if (valid) {
+        if (!layer_differential) layer_differential = std::make_unique<fuzz::LayerDifferential>(/*use_device=*/true);
+        if (fuzz::CheckResult finding = layer_differential->CheckCase(*c)) found.push_back({"fuzz_layer", *finding});
+      }
+    } else {
+      const absl::StatusOr<fuzz::FuzzCase> c = fuzz::DecodeCase(inputs[i]);
+      valid = c.ok();
+      if (valid) {
+        for (const auto& [target, check] : kCpuTargets) {
+          if (fuzz::CheckResult finding = check(*c)) found.push_back({target, *finding});
+        }
+        const fuzz::CaseEvaluation evaluation = differential.Evaluate(*c);
+        if (const fuzz::CheckVerdict* first = evaluation.FirstFinding()) {
+          found.push_back({"fuzz_gemm", *first->finding, std::string(first->check), first->module});
+        }
+      }
+    }
+    nlohmann::json entry = {{"file", name}, {"kind", kind}, {"valid", valid}, {"findings", nlohmann::json::array()}};
+    if (!valid) {
+      fmt::print(text, "{}: not a valid case (skipped, as the fuzz target skips it)\n", name);
+    } else if (found.empty()) {
+      fmt::print(text, "{}: ok\n", name);
+    } else {
+      ++with_findings;
+      for (const TargetFinding& f : found) {
+        fmt::print(text, "{}: FINDING {} ({}{})\n  {}\n", name, f.finding.signature, f.target,
+                   f.module.empty() ? "" : ", module " + f.module, f.finding.description);
+        entry["findings"].push_back({{"target", f.target}, {"check", f.check}, {"module", f.module},
+                                     {"signature", f.finding.signature}});
+      }
+    }
+    cases.push_back(std::move(entry));
+  }
+  for (const TargetFinding& f : calibration) fmt::print(text, "FINDING {}: {}\n", f.finding.signature, f.finding.description);
+  const bool any = with_findings > 0 || !calibration.empty();
+  fmt::print(text, "\n{} of {} cases gave a finding{}\n", with_findings, files.size(),
+             calibration.empty() ? "" : " (and the device matches no step model)");
+  const int status = any ? kExitReproduced : kExitClean;
+  if (absl::GetFlag(FLAGS_json)) {
+    nlohmann::json verdict = {{"sequence", dir}, {"exit_status", status}, {"reproduced", any}, {"cases", cases}};
+    fmt::print("{}\n", cli::DumpJson(verdict, 2));
+  }
+  return status;
+}
 }  // namespace
 }  // namespace mxdiff::repro
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   static constexpr std::string_view kFlags[] = {"emit",   "regressions", "external", "show",
                                                 "modules", "disable_modules", "json", "minimize",
-                                                "minimize_evaluations"};
+                                                "minimize_evaluations", "sequence"};
   constexpr const char* kUsage =
       "usage: repro FILE [--emit] [--external=LIB.so] [--modules=A,B] [--disable-modules=A,B] [--json]\n"
-      "             [--minimize] [--regressions=DIR] [--show=N]\n";
+      "             [--minimize] [--minimize-evaluations=N] [--regressions=DIR] [--show=N]\n"
+      "       repro --sequence DIR [--external=LIB.so] [--modules=A,B] [--disable-modules=A,B] [--json]\n";
   const absl::StatusOr<mxdiff::cli::CommandLine> line = mxdiff::cli::SplitCommandLine(argc, argv);
   if (line.ok() && line->help) {
     fmt::print("{}replays a fuzz case (a finding) and explains it (tools/repro/README.md).\n"
@@ -439,13 +584,23 @@ int main(int argc, char** argv) {
     return 0;
   }
   absl::Status status = line.ok() ? mxdiff::cli::ApplyFlags(*line, kFlags, "repro") : line.status();
-  if (status.ok() && line->positional.size() != 1) {
+  const bool sequence = status.ok() && !absl::GetFlag(FLAGS_sequence).empty();
+  if (status.ok() && sequence && !line->positional.empty()) {
+    status = absl::InvalidArgumentError("either a case FILE or --sequence DIR, not both");
+  } else if (status.ok() && !sequence && line->positional.size() != 1) {
     status = absl::InvalidArgumentError(line->positional.empty() ? "no case file given"
                                                                  : "one case file at a time");
   }
   if (!status.ok()) {
-    fmt::print(stderr, "repro: {}\n{}(repro --help lists the flags)\n", std::string(status.message()), kUsage);
+    // One line (the contract of tools/README.md); --help prints the usage.
+    fmt::print(stderr, "repro: {} (repro --help lists the flags)\n", std::string(status.message()));
     return 2;
   }
+  if (sequence) return mxdiff::repro::RunSequence(absl::GetFlag(FLAGS_sequence));
   return mxdiff::repro::Run(line->positional.front());
+}
+
+// Every exit goes through the check of stdout's writes (tools/cli/checked_output.h).
+int main(int argc, char** argv) {
+  return mxdiff::cli::RunWithCheckedOutput("repro", [&] { return Main(argc, argv); });
 }

@@ -13,6 +13,7 @@ Cases that need real libFuzzer binaries (the campaign fuzzing for a few seconds)
 --fuzzing 1 (the libFuzzer build's ctest); the others run in both builds.
 """
 import argparse
+import json
 import os
 import re
 import signal
@@ -28,8 +29,10 @@ NEVER = [r"Traceback \(most recent call last\)", r"terminate called", r"std::__i
 
 class Case:
     def __init__(self, name, argv, status, says=(), never=(), timeout=30, env=None, needs=None, check=None,
-                 before=None):
+                 before=None, stdout=None, stderr=None):
         self.name, self.argv, self.status = name, argv, status
+        self.stdout = stdout  # a path the tool's stdout is opened on (/dev/full); stderr is still read
+        self.stderr = stderr  # likewise for stderr; stdout is still read
         self.says, self.never = list(says), list(never) + NEVER
         self.timeout, self.env, self.needs = timeout, env or {}, needs
         self.check = check    # callable(output) -> error text or None, after the run
@@ -39,17 +42,27 @@ class Case:
 def run(case):
     env = dict(os.environ, **case.env)
     started = time.time()
-    process = subprocess.Popen(case.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+    sink = open(case.stdout, "wb") if case.stdout else None  # then stderr is what is checked
+    error_sink = open(case.stderr, "wb") if case.stderr else None  # then stdout is
+    process = subprocess.Popen(case.argv, stdout=sink or subprocess.PIPE,
+                               stderr=error_sink or (subprocess.PIPE if sink else subprocess.STDOUT), env=env,
                                start_new_session=True)
+    for opened in (sink, error_sink):
+        if opened:
+            opened.close()
+
+    def said(streams):
+        return (streams[1] if sink else streams[0]) or b""
+
     try:
-        output, _ = process.communicate(timeout=case.timeout)
+        output = said(process.communicate(timeout=case.timeout))
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGTERM)  # the campaign stops its workers on SIGTERM
         try:
-            output, _ = process.communicate(timeout=10)
+            output = said(process.communicate(timeout=10))
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
+            output = said(process.communicate())
         return None, output.decode(errors="replace"), time.time() - started
     return process.returncode, output.decode(errors="replace"), time.time() - started
 
@@ -202,6 +215,215 @@ def build_cases(opt, tmp):
              env={"MXDIFF_TEST_KERNEL": "model=exact"}, timeout=60),
     ]
 
+    # --- repro --minimize on a real finding: the test kernel's planted defect (a flipped bit where
+    # K >= 64) must survive, the case must shrink, and repro on FILE.min must find the same thing.
+    gen = lcg(17)
+    big_case = write(os.path.join(tmp, "minimize-me.case"),
+                     v1_case(32, 128, 4, [moderate_f16(gen) for _ in range(4 * 128)],
+                             [next(gen) % 256 for _ in range(32 * 64)], [120 + next(gen) % 10 for _ in range(32 * 4)]))
+    planted = {"MXDIFF_TEST_KERNEL": "flip-if-k-at-least=64"}
+    layer_case = os.path.join(repo, "corpus", "fuzz_layer", sorted(os.listdir(os.path.join(repo, "corpus",
+                                                                                         "fuzz_layer")))[0])
+
+    def repro_json(path):
+        done = subprocess.run([repro, path, f"--external={opt.test_kernel}", "--json"], capture_output=True,
+                              env=dict(os.environ, **planted), timeout=60)
+        return done.returncode, json.loads(done.stdout)
+
+    def minimized_check(output):
+        minimized = big_case + ".min"
+        if not os.path.exists(minimized):
+            return f"no {minimized}"
+        before, after = os.path.getsize(big_case), os.path.getsize(minimized)
+        if after >= before:
+            return f"{minimized} is {after} bytes, not smaller than the {before} bytes of the input"
+        (status, original), (min_status, again) = repro_json(big_case), repro_json(minimized)
+        if status != 1 or min_status != 1:
+            return f"repro exit {status} on the input, {min_status} on the .min; expected 1 on both"
+        first, kept = original["findings"][0]["signature"], again["findings"][0]["signature"]
+        if kept != first:
+            return f"the .min reproduces {kept}, the input {first}"
+        return None
+
+    def one_line(output):
+        lines = output.strip().splitlines()
+        return None if len(lines) == 1 else f"{len(lines)} lines of output, expected one"
+
+    cases += [
+        Case("repro --minimize shrinks a real finding and keeps its signature",
+             [repro, big_case, f"--external={opt.test_kernel}", "--minimize"], 1,
+             [r"FINDING mismatch/", r"minimized \(signature mismatch/\S+ kept; [1-9]\d* edits of \d+ candidates"],
+             env=planted, check=minimized_check, timeout=300),
+        Case("repro --minimize of a clean case says there is nothing to minimize", [repro, corpus_case, "--minimize"],
+             0, [r"--minimize: nothing to minimize \(no finding reproduced\)"],
+             check=lambda out: f"{corpus_case}.min was written" if os.path.exists(corpus_case + ".min") else None),
+        Case("repro --minimize of a fuzz_layer case is refused", [repro, layer_case, "--minimize"], 2,
+             [r"--minimize works on GEMM cases; .* is a fuzz_layer case"], check=one_line),
+        Case("repro --json of a fuzz_layer case is refused", [repro, layer_case, "--json"], 2,
+             [r"--json works on GEMM cases; .* is a fuzz_layer case"], check=one_line),
+        Case("repro --minimize-evaluations=-1", [repro, corpus_case, "--minimize", "--minimize-evaluations=-1"], 2,
+             [r"--minimize-evaluations=-1 must be >= 1"], check=one_line),
+        Case("repro --minimize-evaluations=0", [repro, corpus_case, "--minimize", "--minimize-evaluations=0"], 2,
+             [r"--minimize-evaluations=0 must be >= 1"], check=one_line),
+        Case("repro --minimize-evaluations=x", [repro, corpus_case, "--minimize", "--minimize-evaluations=x"], 2,
+             [r"--minimize_evaluations=x: "], check=one_line),
+    ]
+
+    # --- repro --sequence: a kernel that goes wrong only after a problem with N=16 has run.
+    gen = lcg(19)
+    arming = v1_case(16, 32, 1, [moderate_f16(gen) for _ in range(32)], [next(gen) % 256 for _ in range(16 * 16)],
+                     [125] * 16)
+    failing = v1_case(8, 32, 1, [moderate_f16(gen) for _ in range(32)], [next(gen) % 256 for _ in range(8 * 16)],
+                      [125] * 8)
+    in_order, reversed_order, empty = (os.path.join(tmp, d) for d in ("seq.sequence", "rev.sequence", "empty.sequence"))
+    for folder, first, second in ((in_order, arming, failing), (reversed_order, failing, arming)):
+        os.makedirs(folder)
+        write(os.path.join(folder, "000.case"), first)
+        write(os.path.join(folder, "001.case"), second)
+        write(os.path.join(folder, "notes.txt"), b"not a case: ignored")
+    os.makedirs(empty)
+    armed = {"MXDIFF_TEST_KERNEL": "flip-after-n=16"}
+    cases += [
+        Case("repro --sequence: a finding that needs the input before it",
+             [repro, "--sequence", in_order, f"--external={opt.test_kernel}"], 1,
+             [r"^000\.case: ok$", r"^001\.case: FINDING mismatch/", r"1 of 2 cases gave a finding"], env=armed,
+             timeout=120),
+        Case("repro --sequence: the same cases in the other order are clean",
+             [repro, "--sequence", reversed_order, f"--external={opt.test_kernel}"], 0,
+             [r"^000\.case: ok$", r"^001\.case: ok$", r"0 of 2 cases gave a finding"], env=armed, timeout=120),
+        Case("repro of the sequence's last case alone is clean",
+             [repro, os.path.join(in_order, "001.case"), f"--external={opt.test_kernel}"], 0, ["reproduced clean"],
+             env=armed, timeout=60),
+        Case("repro --sequence --json", [repro, "--sequence", in_order, f"--external={opt.test_kernel}", "--json"], 1,
+             [r'"file": "001\.case"'], env=armed, timeout=120),
+        Case("repro --sequence of a missing folder", [repro, "--sequence", "/nonexistent/x.sequence"], 2,
+             [r"--sequence /nonexistent/x.sequence: no such directory"], check=one_line),
+        Case("repro --sequence of a file", [repro, "--sequence", corpus_case], 2, [r"not a directory"],
+             check=one_line),
+        Case("repro --sequence of a folder without cases", [repro, "--sequence", empty], 2,
+             [r"holds no \*\.case file"], check=one_line),
+        Case("repro --sequence and a FILE", [repro, "--sequence", in_order, corpus_case], 2,
+             [r"either a case FILE or --sequence DIR, not both"], check=one_line),
+        Case("repro --sequence --minimize", [repro, "--sequence", in_order, "--minimize"], 2,
+             [r"--minimize works on one case FILE"], check=one_line),
+    ]
+
+    # --- write errors: every command with its stdout on a full device (/dev/full) exits 2 with one
+    # line saying so, never 0 with its output lost, never an abort.
+    checkpoint = os.path.join(repo, "corpus", "fuzz_safetensors", "real-deepseek-v4-raw112-0xff.safetensors")
+    lost = [r"cannot write the output to stdout: No space left on device"]
+    full = [
+        ("mxdiff --help", [mxdiff, "--help"]),
+        ("mxdiff vectors", [mxdiff, "vectors", "--model=v100"] + [os.path.join(repo, "tests", "vectors", v)
+                                                                  for v in vectors]),
+        ("mxdiff transform-table", [mxdiff, "transform-table"]),
+        ("mxdiff self-check", [mxdiff, "self-check", "--quiet"]),
+        ("mxdiff audit", [mxdiff, "audit", checkpoint]),
+        ("mxdiff audit --format=json", [mxdiff, "audit", "--format=json", checkpoint]),
+        ("repro FILE", [repro, corpus_case]),
+        ("repro --json", [repro, corpus_case, "--json"]),
+        ("repro --help", [repro, "--help"]),
+        ("repro --sequence", [repro, "--sequence", in_order, f"--external={opt.test_kernel}"]),
+    ] + [(f"mxdiff {command} --help", [mxdiff, command, "--help"])
+         for command in ("vectors", "transform-table", "self-check", "calibrate", "bench", "audit")]
+    # Files repro writes, onto a full device (a symlink to /dev/full where the file goes): exit 2.
+    full_min_case = write(os.path.join(tmp, "full-min.case"), open(big_case, "rb").read())
+    os.symlink("/dev/full", full_min_case + ".min")
+    with open(layer_case, "rb") as source:
+        layer_bytes = source.read()
+    fnv = 0xcbf29ce484222325
+    for byte in layer_bytes:
+        fnv = ((fnv ^ byte) * 0x100000001b3) % 2 ** 64
+    layer_emit = os.path.join(tmp, "layer-emit")
+    os.makedirs(os.path.join(layer_emit, "regressions"))
+    os.makedirs(os.path.join(layer_emit, "fuzz_layer"))
+    os.symlink("/dev/full", os.path.join(layer_emit, "fuzz_layer", f"regression-clean.{fnv:016x}.case"))
+    cases += [
+        Case("repro --minimize onto a full device", [repro, full_min_case, f"--external={opt.test_kernel}",
+                                                     "--minimize"], 2, [r"--minimize: .*cannot write .*full-min\.case\.min"],
+             env=planted, timeout=300),
+        Case("repro --emit of a layer case onto a full device",
+             [repro, layer_case, "--emit", f"--regressions={os.path.join(layer_emit, 'regressions')}"], 2,
+             [r"--emit failed: cannot write .*regression-clean\.[0-9a-f]{16}\.case"], timeout=60),
+    ]
+
+    def last_line_only(output):  # repro --json's readable text goes to stderr: the failure is its last line
+        lines = output.strip().splitlines()
+        return None if lines and re.search(lost[0], lines[-1]) and sum(re.search(lost[0], line) is not None
+                                                                         for line in lines) == 1 else \
+            "the write failure is not one last line"
+
+    cases += [
+        Case("mxdiff vectors 2> /dev/full: exit 2, no abort", [mxdiff, "vectors", "--model=bogus", "x.csv"], 2,
+             stderr="/dev/full"),
+        Case("repro --json 2> /dev/full: exit 2, no abort", [repro, corpus_case, "--json"], 2, stderr="/dev/full"),
+    ]
+    cases += [Case(f"{name} > /dev/full", argv, 2, lost, stdout="/dev/full", env=armed,
+                   check=last_line_only if "--json" in argv else one_line, timeout=120)
+              for name, argv in full]
+
+    # --- a FIFO nobody writes: refused at once (opening it would wait for a writer forever).
+    fifo = os.path.join(tmp, "no-writer.fifo")
+    os.mkfifo(fifo)
+    fifo_sequence = os.path.join(tmp, "fifo.sequence")
+    os.makedirs(fifo_sequence)
+    os.mkfifo(os.path.join(fifo_sequence, "000.case"))
+    cases += [
+        Case("mxdiff vectors of a FIFO", [mxdiff, "vectors", "--model=v100", fifo], 2,
+             [rf"{re.escape(fifo)}: not a regular file \(a FIFO\)"], check=one_line, timeout=10),
+        Case("repro of a FIFO", [repro, fifo], 2, [rf"{re.escape(fifo)}: not a regular file \(a FIFO\)"],
+             check=one_line, timeout=10),
+        Case("repro --sequence with a FIFO in it", [repro, "--sequence", fifo_sequence], 2,
+             [r"000\.case: not a regular file \(a FIFO\)"], check=one_line, timeout=10),
+    ]
+
+    # --- a path that is not UTF-8 (byte 0xFF): the JSON parses and gives the exact bytes back
+    # (each byte outside UTF-8 as \udcXX, PEP 383's surrogateescape: os.fsencode undoes it).
+    odd_dir = os.path.join(os.fsencode(tmp), b"odd-\xff-dir")
+    os.makedirs(odd_dir)
+    odd_case = os.path.join(odd_dir, b"case-\xfe\xff.case")
+    odd_checkpoint = os.path.join(odd_dir, b"ckpt-\xff.safetensors")
+    with open(corpus_case, "rb") as source:
+        write(odd_case, source.read())
+    with open(checkpoint, "rb") as source:
+        write(odd_checkpoint, source.read())
+
+    def json_names_bytes(argv, path, fields):
+        """Runs argv, parses its stdout as JSON; every field (a function of the document) must decode
+        to `path`'s exact bytes."""
+        done = subprocess.run(argv, capture_output=True, timeout=60)
+        try:
+            document = json.loads(done.stdout)
+        except ValueError as error:
+            return f"stdout is not JSON ({error}): {done.stdout[:200]!r} {done.stderr[-300:]!r}"
+        for field in fields:
+            value = field(document)
+            if not isinstance(value, str) or os.fsencode(value) != path:
+                return f"{value!r} does not decode to {path!r}"
+        return None
+
+    repro_odd = [repro, os.fsdecode(odd_case), "--json"]
+    audit_odd = [mxdiff, "audit", "--format=json", os.fsdecode(odd_checkpoint)]
+    cases += [
+        Case("repro --json of a path with byte 0xFF", repro_odd, 0, [r'"file": "'],
+             check=lambda out: json_names_bytes(repro_odd, odd_case, [lambda d: d["file"]])),
+        Case("audit --format=json of a path with byte 0xFF", audit_odd, 1, [r'"inputs":\["'],
+             check=lambda out: json_names_bytes(audit_odd, odd_checkpoint,
+                                                [lambda d: d["inputs"][0]] +
+                                                [lambda d, i=i: d["tensors"][i]["file"] for i in range(1)])),
+    ]
+
+    # --- the GPU commands on a machine without a GPU: they say so (a CUDA build's runtime says "CUDA
+    # driver version is insufficient" where no driver is installed, which reads like an old driver).
+    if not has_gpu:
+        no_gpu = [r"^mxdiff (bench|calibrate): (no GPU: this machine has no CUDA device|(needs a CUDA build and a GPU; )?"
+                  r"this build has no CUDA)"]
+        cases += [
+            Case(f"mxdiff {command} without a GPU", [mxdiff, command], 2, no_gpu,
+                 [r"driver version is insufficient", r"cudaGetDeviceCount: "], check=one_line, timeout=60)
+            for command in ("bench", "calibrate")
+        ]
+
     # --- the campaign: arguments, builds that cannot fuzz, workers that do not fuzz.
     out = os.path.join(tmp, "campaign-out")
     fake = os.path.join(tmp, "fake-build")
@@ -352,7 +574,8 @@ def main():
             print(f"{'ok  ' if not problems else 'FAIL'} {case.name} (exit {status}, {seconds:.1f} s)")
             if problems:
                 failures += 1
-                command = " ".join(case.argv)
+                command = " ".join(a.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                                   for a in case.argv)  # a path may hold any bytes
                 env = " ".join(f"{k}={v}" for k, v in case.env.items())
                 print(f"     command: {env + ' ' if env else ''}{command}")
                 for p in problems:

@@ -3,6 +3,11 @@
 // explanation can be checked against a known cause:
 //   other-transform  computes the transform the caller did not ask for
 //   model=NAME       computes under step model NAME instead of the case's
+//   flip-if-k-at-least=K  flips the lowest bit of the first output element when K >= this (a
+//                    planted defect that repro --minimize must keep while it shrinks the rest)
+//   flip-after-n=N   flips the lowest bit of the first output element of every problem whose N
+//                    differs from this, once a problem with this N has run in the process (a
+//                    defect that needs an earlier input: repro --sequence)
 // Unset, it is the reference (no mismatch).
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +41,8 @@ int RunTestKernel(const mxdiff_problem* p, uint16_t* output, char* message, size
     const std::optional<mxdiff::StepModel> model = mxdiff::ParseStepModel(mode.substr(6));
     if (!model) return Fail(MXDIFF_KERNEL_FAILED, message, message_size, "MXDIFF_TEST_KERNEL: unknown model " + mode);
     options.model = *model;
+  } else if (mode.rfind("flip-if-k-at-least=", 0) == 0 || mode.rfind("flip-after-n=", 0) == 0) {
+    // Computed below, after the reference's result.
   } else if (!mode.empty()) {
     return Fail(MXDIFF_KERNEL_FAILED, message, message_size, "MXDIFF_TEST_KERNEL: unknown mode " + mode);
   }
@@ -47,6 +54,16 @@ int RunTestKernel(const mxdiff_problem* p, uint16_t* output, char* message, size
   if (absl::Status status = mxdiff::ReferenceGemm(problem, options, result); !status.ok()) {
     return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size, std::string(status.message()));
   }
+  bool flip = false;
+  if (mode.rfind("flip-if-k-at-least=", 0) == 0) {
+    flip = p->k >= std::atoi(mode.c_str() + std::strlen("flip-if-k-at-least="));
+  } else if (mode.rfind("flip-after-n=", 0) == 0) {
+    static bool armed = false;  // a problem with the arming N ran in this process
+    const int arming_n = std::atoi(mode.c_str() + std::strlen("flip-after-n="));
+    if (p->n == arming_n) armed = true;
+    else flip = armed;
+  }
+  if (flip && !result.empty()) result[0] ^= 1;
   if (!result.empty()) std::memcpy(output, result.data(), result.size() * sizeof(uint16_t));
   return MXDIFF_KERNEL_OK;
 }
