@@ -397,13 +397,30 @@ echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
     cases.append(Case("a GPU target that cannot use a listed GPU fails the campaign",
                       campaign + ["--build-dir", gpu_build, "--targets", "fuzz_layer", "--time", "1", "--out", out,
                                   "--progress", "0"], 3,
-                      [r"fuzz_layer worker 0 did not fuzz: stopped before fuzzing \(exit 2\): fuzz_layer: "
+                      [r"fuzz_layer worker 0 \(GPU 0\) did not fuzz: stopped before fuzzing \(exit 2\): fuzz_layer: "
                        r"MXDIFF_REQUIRE_GPU=1 \(a GPU is present\)"], env=with_gpu))
+    # Placement (issue 21): the caller's CUDA_VISIBLE_DEVICES is kept, in turn per worker; nvidia-smi
+    # lists four GPUs whatever it says. The fake target stops and names the GPU it was given.
+    four_bin = os.path.join(tmp, "fake-nvidia-four")
+    os.makedirs(four_bin)
+    write(os.path.join(four_bin, "nvidia-smi"),
+          b"#!/bin/sh\nfor i in 0 1 2 3; do echo \"GPU $i: Fake GPU (UUID: GPU-$i)\"; done\n", 0o755)
+    placed_build = os.path.join(tmp, "placed-build")
+    os.makedirs(os.path.join(placed_build, "fuzz"))
+    fake_fuzzer(os.path.join(placed_build, "fuzz", "fuzz_layer"),
+                'echo "fuzz_layer: cannot start: fake, on GPU $CUDA_VISIBLE_DEVICES" >&2; exit 2')
+    on_four = {"PATH": four_bin + os.pathsep + os.environ.get("PATH", ""), "CUDA_VISIBLE_DEVICES": "3,1,7,2"}
+    cases.append(Case("GPU workers stay on the caller's CUDA_VISIBLE_DEVICES, in turn",
+                      campaign + ["--build-dir", placed_build, "--targets", "fuzz_layer", "--time", "1",
+                                  "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 3,
+                      [r"fuzz_layer: 4 worker\(s\) on 2 GPU\(s\) \(3,1\)"] +
+                      [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*on GPU {d} \(log "
+                       for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))], env=on_four))
     if opt.fuzzing:
         cases.append(Case("fuzz_gemm without a usable GPU on a GPU machine fails the campaign",
                           campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--time", "2", "--out", out,
                                       "--progress", "0"], 3,
-                          [r"fuzz_gemm worker 0 did not fuzz: stopped before fuzzing .*MXDIFF_REQUIRE_GPU=1 \(a GPU is "
+                          [r"fuzz_gemm worker 0 \(GPU 0\) did not fuzz: stopped before fuzzing .*MXDIFF_REQUIRE_GPU=1 \(a GPU is "
                            r"present\)"], env=with_gpu, timeout=120))
     return [case for case in cases if case is not None]
 
