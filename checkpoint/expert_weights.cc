@@ -180,6 +180,14 @@ absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint
   }
   const std::set<int> numbers = ExpertNumbers(checkpoint, layer);
   if (numbers.empty()) {
+    for (const auto& [name, ref] : checkpoint.by_name) {
+      if (name.starts_with(std::string(layer) + ".") && name.ends_with("gate_up_proj_blocks")) {
+        return absl::UnimplementedError(fmt::format(
+            "{}: {} holds gpt-oss experts ({}): not loaded (its gate_up rows interleave gate and up, and its "
+            "activation and biases are not the MoE layer's)",
+            checkpoint.files[ref.file].path, audit::Quoted(layer), audit::Quoted(name)));
+      }
+    }
     std::string known;
     for (const std::string& l : MoeLayersOf(checkpoint)) known += (known.empty() ? "" : ", ") + l;
     return absl::NotFoundError(fmt::format("{}: layer {} has no routed expert ({}.ffn.experts.{{e}}.w1.weight); MoE "

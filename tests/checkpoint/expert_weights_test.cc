@@ -267,5 +267,20 @@ TEST(ExpertWeights, AnFp8SharedExpertIsNotLoaded) {
   EXPECT_EQ(w->w13_codes.size(), size_t(2) * kInter * kHidden / 2);
 }
 
+// gpt-oss's fused experts are named as such, not "not found".
+TEST(ExpertWeights, GptOssExpertsAreRefusedByName) {
+  TempDir dir;
+  std::vector<TestTensor> tensors;
+  tensors.emplace_back("model.layers.0.mlp.experts.gate_up_proj_blocks", "U8", std::vector<uint64_t>{2, 64, 2, 16});
+  tensors.emplace_back("model.layers.0.mlp.experts.gate_up_proj_scales", "U8", std::vector<uint64_t>{2, 64, 2});
+  const std::string path = dir.Write("gptoss.safetensors", BuildFile(tensors));
+  absl::StatusOr<MoeLayerWeights> w = LoadMoeLayerWeights({path}, "model.layers.0", {1, 0});
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(w.status().message().find("gptoss.safetensors: \"model.layers.0\" holds gpt-oss experts"),
+            std::string::npos)
+      << w.status();
+}
+
 }  // namespace
 }  // namespace mxdiff::checkpoint
