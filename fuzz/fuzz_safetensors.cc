@@ -35,9 +35,9 @@
 #include "fuzz/findings.h"
 #include "fuzz/target_driver.h"
 #include "reference/admission.h"
-#include "tools/audit/audit.h"
-#include "tools/audit/layer_verdicts.h"
-#include "tools/audit/safetensors_header.h"
+#include "checkpoint/audit.h"
+#include "checkpoint/layer_verdicts.h"
+#include "checkpoint/safetensors_header.h"
 
 namespace {
 

@@ -1,15 +1,15 @@
-// mxdiff audit PATH...: the checkpoint scale audit (tools/audit/README.md).
+// mxdiff audit PATH...: the checkpoint scale audit (checkpoint/README.md).
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "fmt/core.h"
-#include "tools/audit/audit.h"
-#include "tools/audit/progress_bar.h"
+#include "checkpoint/audit.h"
+#include "tools/mxdiff/progress_bar.h"
 #include "tools/mxdiff/commands.h"
 
-ABSL_FLAG(std::string, format, "text", "audit: report format: text (a short summary) or json (tools/audit/README.md)");
+ABSL_FLAG(std::string, format, "text", "audit: report format: text (a short summary) or json (checkpoint/README.md)");
 ABSL_FLAG(bool, keep_going, false, "audit: after an error, audit the remaining files (the exit status is still 2)");
 ABSL_FLAG(std::string, pattern, "",
           "audit: select the scale tensors by this regular expression over whole names instead of by dtype "

@@ -31,7 +31,7 @@
 #include "benchmark/benchmark.h"
 #include "fmt/core.h"
 #include "nlohmann/json.hpp"
-#include "tools/audit/audit.h"
+#include "checkpoint/audit.h"
 
 namespace mxdiff::audit {
 namespace {

@@ -11,8 +11,8 @@
 #include "fmt/core.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tools/audit/audit.h"
-#include "tools/audit/layer_verdicts.h"
+#include "checkpoint/audit.h"
+#include "checkpoint/layer_verdicts.h"
 
 namespace mxdiff::audit {
 namespace {

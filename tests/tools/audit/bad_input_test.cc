@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/tools/audit/safetensors_builder.h"
-#include "tools/audit/audit.h"
+#include "checkpoint/audit.h"
 
 namespace mxdiff::audit {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "reference/admission.h"
-#include "tools/audit/byte_histogram.h"
+#include "checkpoint/byte_histogram.h"
 
 namespace mxdiff::audit {
 namespace {

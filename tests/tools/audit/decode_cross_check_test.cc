@@ -10,7 +10,7 @@
 #include "reference/fp16.h"
 #include "reference/mx_spec.h"
 #include "reference/transform.h"
-#include "tools/audit/safetensors_header.h"
+#include "checkpoint/safetensors_header.h"
 
 namespace mxdiff::audit {
 namespace {

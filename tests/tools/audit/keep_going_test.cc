@@ -13,8 +13,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/tools/audit/safetensors_builder.h"
-#include "tools/audit/audit.h"
-#include "tools/audit/layer_verdicts.h"
+#include "checkpoint/audit.h"
+#include "checkpoint/layer_verdicts.h"
 
 namespace mxdiff::audit {
 namespace {

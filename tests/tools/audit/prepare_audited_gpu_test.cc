@@ -5,8 +5,8 @@
 
 #include "gtest/gtest.h"
 #include "tests/kernels/gpu_fixture.h"
-#include "tools/audit/audit.h"
-#include "tools/audit/layer_verdicts.h"
+#include "checkpoint/audit.h"
+#include "checkpoint/layer_verdicts.h"
 
 namespace mxdiff::testing {
 namespace {

@@ -2,7 +2,7 @@
 // checkpoints built in memory.
 #include "gtest/gtest.h"
 #include "tests/tools/audit/safetensors_builder.h"
-#include "tools/audit/scale_plan.h"
+#include "checkpoint/scale_plan.h"
 
 namespace mxdiff::audit {
 namespace {

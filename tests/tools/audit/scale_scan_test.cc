@@ -12,8 +12,8 @@
 
 #include "fmt/core.h"
 #include "gtest/gtest.h"
-#include "tools/audit/audit.h"
-#include "tools/audit/scale_scan.h"
+#include "checkpoint/audit.h"
+#include "checkpoint/scale_scan.h"
 
 namespace mxdiff::audit {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tools/audit/audit_error.h"
-#include "tools/audit/strict_json.h"
+#include "checkpoint/audit_error.h"
+#include "checkpoint/strict_json.h"
 
 namespace mxdiff::audit {
 namespace {

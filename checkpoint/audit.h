@@ -11,10 +11,10 @@
 
 #include "reference/admission.h"
 #include "reference/mx_spec.h"
-#include "tools/audit/byte_source.h"
-#include "tools/audit/checkpoint.h"
-#include "tools/audit/scale_plan.h"
-#include "tools/audit/scale_scan.h"
+#include "checkpoint/byte_source.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/scale_plan.h"
+#include "checkpoint/scale_scan.h"
 
 namespace mxdiff::audit {
 
@@ -96,6 +96,6 @@ const std::array<uint8_t, 256>& OrdinaryDeviations();
 std::vector<uint64_t> Coordinates(uint64_t index, std::span<const uint64_t> shape);
 
 std::string TextReport(const AuditResult& result);
-std::string JsonReport(const AuditResult& result);  // schema: tools/audit/README.md
+std::string JsonReport(const AuditResult& result);  // schema: checkpoint/README.md
 
 }  // namespace mxdiff::audit

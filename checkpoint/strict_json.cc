@@ -1,4 +1,4 @@
-#include "tools/audit/strict_json.h"
+#include "checkpoint/strict_json.h"
 
 #include <cstddef>
 #include <string>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fmt/core.h"
-#include "tools/audit/audit_error.h"
+#include "checkpoint/audit_error.h"
 
 namespace mxdiff::audit {
 namespace {

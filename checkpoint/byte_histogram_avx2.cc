@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tools/audit/byte_histogram.h"
+#include "checkpoint/byte_histogram.h"
 
 namespace mxdiff::audit::internal {
 

@@ -1,10 +1,10 @@
-#include "tools/audit/audit_error.h"
+#include "checkpoint/audit_error.h"
 
 #include <optional>
 
 #include "absl/strings/cord.h"
 #include "fmt/core.h"
-#include "tools/audit/strict_json.h"
+#include "checkpoint/strict_json.h"
 
 namespace mxdiff::audit {
 

@@ -1,4 +1,4 @@
-#include "tools/audit/byte_source.h"
+#include "checkpoint/byte_source.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "tools/audit/safetensors_header.h"
+#include "checkpoint/safetensors_header.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,8 +12,8 @@
 
 #include "fmt/core.h"
 #include "nlohmann/json.hpp"
-#include "tools/audit/audit_error.h"
-#include "tools/audit/strict_json.h"
+#include "checkpoint/audit_error.h"
+#include "checkpoint/strict_json.h"
 
 namespace mxdiff::audit {
 namespace {

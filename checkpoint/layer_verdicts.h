@@ -10,9 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "reference/admission.h"
-#include "tools/audit/byte_source.h"
-#include "tools/audit/checkpoint.h"
-#include "tools/audit/scale_plan.h"
+#include "checkpoint/byte_source.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/scale_plan.h"
 
 namespace mxdiff::audit {
 

@@ -1,4 +1,4 @@
-#include "tools/audit/scale_scan.h"
+#include "checkpoint/scale_scan.h"
 
 #include <sched.h>
 
@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "fmt/core.h"
-#include "tools/audit/byte_histogram.h"
-#include "tools/audit/strict_json.h"
+#include "checkpoint/byte_histogram.h"
+#include "checkpoint/strict_json.h"
 
 namespace mxdiff::audit {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tools/audit/audit_error.h"
-#include "tools/audit/safetensors_header.h"
+#include "checkpoint/audit_error.h"
+#include "checkpoint/safetensors_header.h"
 
 namespace mxdiff::audit {
 

@@ -1,10 +1,10 @@
-// `mxdiff audit --json`: the machine-readable report (schema in tools/audit/README.md).
+// `mxdiff audit --json`: the machine-readable report (schema in checkpoint/README.md).
 #include <optional>
 #include <string>
 
 #include "nlohmann/json.hpp"
-#include "tools/audit/audit.h"
-#include "tools/cli/json_bytes.h"
+#include "checkpoint/audit.h"
+#include "checkpoint/json_bytes.h"
 
 namespace mxdiff::audit {
 namespace {

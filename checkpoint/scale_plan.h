@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tools/audit/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 namespace mxdiff::audit {
 

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "fmt/core.h"
-#include "tools/audit/audit.h"
-#include "tools/audit/strict_json.h"
+#include "checkpoint/audit.h"
+#include "checkpoint/strict_json.h"
 
 namespace mxdiff::audit {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/audit/scale_plan.h"
+#include "checkpoint/scale_plan.h"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "fmt/core.h"
-#include "tools/audit/strict_json.h"
+#include "checkpoint/strict_json.h"
 
 namespace mxdiff::audit {
 namespace {

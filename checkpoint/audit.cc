@@ -1,11 +1,11 @@
-#include "tools/audit/audit.h"
+#include "checkpoint/audit.h"
 
 #include <algorithm>
 #include <map>
 #include <string_view>
 
 #include "fmt/core.h"
-#include "tools/audit/strict_json.h"
+#include "checkpoint/strict_json.h"
 
 namespace mxdiff::audit {
 

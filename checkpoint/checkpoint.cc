@@ -1,4 +1,4 @@
-#include "tools/audit/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include <system_error>
 
 #include "fmt/core.h"
-#include "tools/audit/strict_json.h"
+#include "checkpoint/strict_json.h"
 
 namespace mxdiff::audit {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/audit/byte_histogram.h"
+#include "checkpoint/byte_histogram.h"
 
 #include <cstring>
 

@@ -1,9 +1,9 @@
-#include "tools/audit/layer_verdicts.h"
+#include "checkpoint/layer_verdicts.h"
 
 #include <climits>
 
 #include "fmt/core.h"
-#include "tools/audit/strict_json.h"
+#include "checkpoint/strict_json.h"
 
 namespace mxdiff::audit {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/audit/progress_bar.h"
+#include "tools/mxdiff/progress_bar.h"
 
 #include <unistd.h>
 

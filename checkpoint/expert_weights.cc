@@ -1,0 +1,280 @@
+#include "checkpoint/expert_weights.h"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <set>
+
+#include "absl/status/status.h"
+#include "checkpoint/audit_error.h"
+#include "checkpoint/strict_json.h"
+#include "fmt/core.h"
+#include "reference/problem.h"
+
+namespace mxdiff::checkpoint {
+namespace {
+
+using audit::Checkpoint;
+using audit::Dtype;
+using audit::TensorInfo;
+using audit::TensorRef;
+
+// One projection of one expert: `{stem}.weight` [rows, K/2] packed codes and `{stem}.scale`
+// [rows, K/32] raw E8M0 bytes.
+struct Projection {
+  std::string stem;
+  TensorRef weight;
+  TensorRef scale;
+  uint64_t rows = 0;
+  uint64_t k = 0;
+};
+
+std::string InputsOf(const Checkpoint& checkpoint) {
+  std::string text;
+  for (const std::string& input : checkpoint.inputs) text += (text.empty() ? "" : ", ") + input;
+  return text;
+}
+
+absl::Status Missing(const Checkpoint& checkpoint, const std::string& tensor, std::string_view why) {
+  return absl::InvalidArgumentError(
+      fmt::format("{}: tensor {} is missing ({})", InputsOf(checkpoint), audit::Quoted(tensor), why));
+}
+
+bool IsPackedCodes(Dtype dtype) { return dtype == Dtype::kU8 || dtype == Dtype::kI8; }
+
+absl::StatusOr<Projection> FindProjection(const Checkpoint& checkpoint, const std::string& stem, std::string_view why) {
+  Projection p;
+  p.stem = stem;
+  const std::string weight_name = stem + ".weight", scale_name = stem + ".scale";
+  const TensorInfo* weight = checkpoint.Find(weight_name, &p.weight);
+  if (weight == nullptr) return Missing(checkpoint, weight_name, why);
+  const std::string& file = checkpoint.files[p.weight.file].path;
+  if (!IsPackedCodes(weight->dtype) || weight->shape.size() != 2) {
+    return audit::TensorError(file, weight_name,
+                              fmt::format("is {} {}, not packed MXFP4 codes (U8 or I8, [rows, K/2])",
+                                          audit::DtypeName(weight->dtype), audit::FormatShape(weight->shape)));
+  }
+  const TensorInfo* scale = checkpoint.Find(scale_name, &p.scale);
+  if (scale == nullptr) return Missing(checkpoint, scale_name, why);
+  p.rows = weight->shape[0];
+  p.k = weight->shape[1] * 2;
+  const std::vector<uint64_t> expected = {p.rows, p.k / kBlockK};
+  if ((scale->dtype != Dtype::kF8E8M0 && scale->dtype != Dtype::kU8) || p.k % kBlockK != 0 ||
+      scale->shape != expected) {
+    return audit::TensorError(
+        checkpoint.files[p.scale.file].path, scale_name,
+        fmt::format("{} {} does not match its weight {} {} (expected F8_E8M0 or U8 {}: one byte per 32 codes)",
+                    audit::DtypeName(scale->dtype), audit::FormatShape(scale->shape), audit::Quoted(weight_name),
+                    audit::FormatShape(weight->shape), audit::FormatShape(expected)));
+  }
+  return p;
+}
+
+absl::Status CheckShape(const Checkpoint& checkpoint, const Projection& p, uint64_t rows, uint64_t k,
+                        std::string_view against) {
+  if (p.rows == rows && p.k == k) return absl::OkStatus();
+  const std::string name = p.stem + ".weight";
+  return audit::TensorError(checkpoint.files[p.weight.file].path, name,
+                            fmt::format("holds {} rows of K = {}, but {} has {} rows of K = {}", p.rows, p.k,
+                                        against, rows, k));
+}
+
+// Bytes [first, first + count) of every row of a 2-D tensor of `row_bytes` per row, appended.
+absl::Status AppendSlice(const Checkpoint& checkpoint, const audit::ByteSource& source, TensorRef ref,
+                         uint64_t row_bytes, uint64_t row_begin, uint64_t row_end, uint64_t first, uint64_t count,
+                         std::vector<uint8_t>& out, std::vector<uint8_t>& buffer) {
+  const TensorInfo& tensor = checkpoint.tensor(ref);
+  const uint64_t data_start = checkpoint.files[ref.file].header.data_start;
+  const uint64_t offset = data_start + tensor.begin + row_begin * row_bytes;
+  absl::StatusOr<std::span<const uint8_t>> bytes =
+      source.Read(ref.file, offset, (row_end - row_begin) * row_bytes, buffer);
+  if (!bytes.ok()) return audit::TensorError(checkpoint.files[ref.file].path, tensor.name, std::string(bytes.status().message()));
+  for (uint64_t row = 0; row < row_end - row_begin; ++row) {
+    const auto begin = bytes->begin() + std::ptrdiff_t(row * row_bytes + first);
+    out.insert(out.end(), begin, begin + std::ptrdiff_t(count));
+  }
+  return absl::OkStatus();
+}
+
+struct Expert {
+  Projection w1, w2, w3;
+};
+
+absl::StatusOr<Expert> FindExpert(const Checkpoint& checkpoint, const std::string& prefix, std::string_view what) {
+  const std::string why = fmt::format("{} needs w1, w2 and w3, each with its scale", what);
+  absl::StatusOr<Projection> w1 = FindProjection(checkpoint, prefix + ".w1", why);
+  if (!w1.ok()) return w1.status();
+  absl::StatusOr<Projection> w2 = FindProjection(checkpoint, prefix + ".w2", why);
+  if (!w2.ok()) return w2.status();
+  absl::StatusOr<Projection> w3 = FindProjection(checkpoint, prefix + ".w3", why);
+  if (!w3.ok()) return w3.status();
+  // w1 and w3 [I, H/2], w2 [H, I/2].
+  if (absl::Status s = CheckShape(checkpoint, *w3, w1->rows, w1->k, audit::Quoted(w1->stem + ".weight")); !s.ok()) return s;
+  if (absl::Status s = CheckShape(checkpoint, *w2, w1->k, w1->rows,
+                                  fmt::format("{} transposed", audit::Quoted(w1->stem + ".weight")));
+      !s.ok()) {
+    return s;
+  }
+  return Expert{*w1, *w2, *w3};
+}
+
+// Appends one expert's W13 (w1 then w3 rows of this rank) and W2 (this rank's K columns).
+absl::Status AppendExpert(const Checkpoint& checkpoint, const audit::ByteSource& source, const Expert& expert,
+                          const MoeLayerWeights& w, std::vector<uint8_t>& buffer, MoeLayerWeights& out) {
+  const uint64_t hidden = uint64_t(w.hidden), slice = uint64_t(w.intermediate);
+  const uint64_t row_begin = uint64_t(w.parallel.rank) * slice, row_end = row_begin + slice;
+  for (const Projection* p : {&expert.w1, &expert.w3}) {
+    if (absl::Status s = AppendSlice(checkpoint, source, p->weight, hidden / 2, row_begin, row_end, 0, hidden / 2,
+                                     out.w13_codes, buffer);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = AppendSlice(checkpoint, source, p->scale, hidden / kBlockK, row_begin, row_end, 0,
+                                     hidden / kBlockK, out.w13_scales, buffer);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const uint64_t full = uint64_t(w.full_intermediate);
+  if (absl::Status s = AppendSlice(checkpoint, source, expert.w2.weight, full / 2, 0, hidden, row_begin / 2, slice / 2,
+                                   out.w2_codes, buffer);
+      !s.ok()) {
+    return s;
+  }
+  return AppendSlice(checkpoint, source, expert.w2.scale, full / kBlockK, 0, hidden, row_begin / kBlockK,
+                     slice / kBlockK, out.w2_scales, buffer);
+}
+
+// The routed expert numbers of `layer` (any tensor named `{layer}.ffn.experts.{e}.`), ascending.
+std::set<int> ExpertNumbers(const Checkpoint& checkpoint, std::string_view layer) {
+  const std::string head = std::string(layer) + ".ffn.experts.";
+  std::set<int> numbers;
+  for (const auto& [name, ref] : checkpoint.by_name) {
+    if (!name.starts_with(head)) continue;
+    const std::string_view rest = std::string_view(name).substr(head.size());
+    int e = -1;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), e);
+    if (ec == std::errc() && end != rest.data() + rest.size() && *end == '.' && e >= 0) numbers.insert(e);
+  }
+  return numbers;
+}
+
+}  // namespace
+
+std::vector<std::string> MoeLayersOf(const Checkpoint& checkpoint) {
+  std::set<std::string> layers;
+  constexpr std::string_view kExperts = ".ffn.experts.";
+  for (const auto& [name, ref] : checkpoint.by_name) {
+    const size_t at = name.find(kExperts);
+    if (at != std::string::npos && name.ends_with(".w1.weight")) layers.insert(name.substr(0, at));
+  }
+  return {layers.begin(), layers.end()};
+}
+
+absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint, const audit::ByteSource& source,
+                                                    std::string_view layer, TensorParallel parallel) {
+  if (parallel.tp < 1) return absl::InvalidArgumentError(fmt::format("tp={}: must be at least 1", parallel.tp));
+  if (parallel.rank < 0 || parallel.rank >= parallel.tp) {
+    return absl::InvalidArgumentError(
+        fmt::format("rank={} is out of range for tp={} (0..{})", parallel.rank, parallel.tp, parallel.tp - 1));
+  }
+  const std::set<int> numbers = ExpertNumbers(checkpoint, layer);
+  if (numbers.empty()) {
+    for (const auto& [name, ref] : checkpoint.by_name) {
+      if (name.starts_with(std::string(layer) + ".") && name.ends_with("gate_up_proj_blocks")) {
+        return absl::UnimplementedError(fmt::format(
+            "{}: {} holds gpt-oss experts ({}): not loaded (its gate_up rows interleave gate and up, and its "
+            "activation and biases are not the MoE layer's)",
+            checkpoint.files[ref.file].path, audit::Quoted(layer), audit::Quoted(name)));
+      }
+    }
+    std::string known;
+    for (const std::string& l : MoeLayersOf(checkpoint)) known += (known.empty() ? "" : ", ") + l;
+    return absl::NotFoundError(fmt::format("{}: layer {} has no routed expert ({}.ffn.experts.{{e}}.w1.weight); MoE "
+                                           "layers in the checkpoint: {}",
+                                           InputsOf(checkpoint), audit::Quoted(layer), layer,
+                                           known.empty() ? "none" : known));
+  }
+  MoeLayerWeights w;
+  w.layer = std::string(layer);
+  w.parallel = parallel;
+  w.experts = *numbers.rbegin() + 1;
+  if (w.experts > kMaxMoeExperts) {
+    return absl::InvalidArgumentError(fmt::format("{}: layer {} has expert {}: at most {} experts", InputsOf(checkpoint),
+                                                  audit::Quoted(layer), w.experts - 1, kMaxMoeExperts));
+  }
+  std::vector<Expert> experts;
+  for (int e = 0; e < w.experts; ++e) {
+    const std::string prefix = fmt::format("{}.ffn.experts.{}", layer, e);
+    absl::StatusOr<Expert> expert =
+        FindExpert(checkpoint, prefix, fmt::format("routed expert {} of {} (experts 0..{})", e, layer, w.experts - 1));
+    if (!expert.ok()) return expert.status();
+    if (!experts.empty()) {
+      const Projection& first = experts.front().w1;
+      if (absl::Status s = CheckShape(checkpoint, expert->w1, first.rows, first.k, audit::Quoted(first.stem + ".weight"));
+          !s.ok()) {
+        return s;
+      }
+    }
+    experts.push_back(*std::move(expert));
+  }
+  const Projection& w1 = experts.front().w1;
+  w.hidden = int(w1.k);
+  w.full_intermediate = int(w1.rows);
+  const std::string where = fmt::format("{} (rows of {})", audit::Quoted(layer), audit::Quoted(w1.stem + ".weight"));
+  if (w.full_intermediate % parallel.tp != 0) {
+    return absl::InvalidArgumentError(fmt::format("tp={} does not divide the intermediate size {} of layer {}",
+                                                  parallel.tp, w.full_intermediate, where));
+  }
+  w.intermediate = w.full_intermediate / parallel.tp;
+  if (w.intermediate % kBlockK != 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "tp={}: each rank's W2 K slice ({} / {} = {}) of layer {} is not a multiple of the 32-element scale block",
+        parallel.tp, w.full_intermediate, parallel.tp, w.intermediate, where));
+  }
+
+  // The shared expert, when the checkpoint has one in MXFP4 of the routed experts' shape.
+  const std::string shared_prefix = std::string(layer) + ".ffn.shared_experts";
+  std::optional<Expert> shared;
+  if (checkpoint.Find(shared_prefix + ".w1.weight") != nullptr || checkpoint.Find(shared_prefix + ".w2.weight") ||
+      checkpoint.Find(shared_prefix + ".w3.weight")) {
+    TensorRef ref;
+    const TensorInfo* s1 = checkpoint.Find(shared_prefix + ".w1.weight", &ref);
+    if (s1 != nullptr && !IsPackedCodes(s1->dtype)) {
+      w.shared_note = fmt::format("{}: {} is {}, not packed MXFP4 codes: the shared expert is not loaded",
+                                  checkpoint.files[ref.file].path, audit::Quoted(s1->name), audit::DtypeName(s1->dtype));
+    } else {
+      absl::StatusOr<Expert> expert = FindExpert(checkpoint, shared_prefix, fmt::format("the shared expert of {}", layer));
+      if (!expert.ok()) return expert.status();
+      if (absl::Status s = CheckShape(checkpoint, expert->w1, w1.rows, w1.k, audit::Quoted(w1.stem + ".weight")); !s.ok()) {
+        return s;
+      }
+      shared = *std::move(expert);
+      w.shared_expert = true;
+    }
+  }
+
+  const size_t groups = size_t(w.groups()), hidden = size_t(w.hidden), inter = size_t(w.intermediate);
+  w.w13_codes.reserve(groups * 2 * inter * hidden / 2);
+  w.w13_scales.reserve(groups * 2 * inter * hidden / kBlockK);
+  w.w2_codes.reserve(groups * hidden * inter / 2);
+  w.w2_scales.reserve(groups * hidden * inter / kBlockK);
+  std::vector<uint8_t> buffer;
+  if (shared) experts.push_back(*shared);
+  for (const Expert& expert : experts) {
+    if (absl::Status s = AppendExpert(checkpoint, source, expert, w, buffer, w); !s.ok()) return s;
+  }
+  return w;
+}
+
+absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const std::vector<std::string>& paths, std::string_view layer,
+                                                    TensorParallel parallel) {
+  const Checkpoint checkpoint = audit::LoadCheckpoint(paths, /*keep_going=*/false);
+  if (!checkpoint.errors.empty()) return absl::InvalidArgumentError(checkpoint.errors.front().message);
+  std::vector<std::string> files;
+  for (const audit::CheckpointFile& file : checkpoint.files) files.push_back(file.path);
+  const audit::MappedFiles source(std::move(files));
+  return LoadMoeLayerWeights(checkpoint, source, layer, parallel);
+}
+
+}  // namespace mxdiff::checkpoint
