@@ -44,7 +44,7 @@ ScaleHistogram HistogramOf(std::span<const uint8_t> scale_bytes);
 uint64_t RefusedCount(const ScaleHistogram& histogram);
 
 // A verdict on one kernel layer recorded by a scale audit (`mxdiff audit --json`, schema in
-// tools/audit/README.md), handed to the kernels' prepare step (GemmRunner::PrepareAudited).
+// checkpoint/README.md), handed to the kernels' prepare step (GemmRunner::PrepareAudited).
 struct AuditedLayerVerdict {
   std::string rule_version;  // AdmissionRuleVersion() of the audit that made it
   std::string layer;         // the layer's name, for messages

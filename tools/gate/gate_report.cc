@@ -9,7 +9,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "reference/status_macros.h"
-#include "tools/cli/json_bytes.h"
+#include "checkpoint/json_bytes.h"
 
 namespace mxdiff::gate {
 namespace {
