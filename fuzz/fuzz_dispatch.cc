@@ -16,6 +16,7 @@ MXDIFF_FUZZ_TARGET(fuzz_dispatch) {
   return FuzzTarget{
       .name = "fuzz_dispatch",
       .options = {.kind = "cpu", .max_len = 2048, .dictionary = "mxdiff.dict"},
+      .format = "case",
       .decodes = CaseDecodes,
       .describe = DescribeCaseInput,
       .check_names = CheckNamesOf(kChecks),

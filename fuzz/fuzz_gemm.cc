@@ -67,6 +67,7 @@ MXDIFF_FUZZ_TARGET(fuzz_gemm) {
   return FuzzTarget{
       .name = "fuzz_gemm",
       .options = {.kind = "gpu", .max_len = 40960, .dictionary = "mxdiff.dict"},
+      .format = "case",
       .decodes = CaseDecodes,
       .describe = DescribeCaseInput,
       .check_names = std::vector<std::string_view>(std::begin(kCheckNames), std::end(kCheckNames)),

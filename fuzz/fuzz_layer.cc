@@ -60,6 +60,7 @@ MXDIFF_FUZZ_TARGET(fuzz_layer) {
   return FuzzTarget{
       .name = "fuzz_layer",
       .options = {.kind = "gpu", .max_len = 262144, .dictionary = "mxdiff.dict"},
+      .format = "layer",
       .decodes = [](std::span<const uint8_t> input) { return DecodeLayerCase(input).ok(); },
       .describe = [](std::span<const uint8_t> input) {
         const absl::StatusOr<LayerCase> c = DecodeLayerCase(input);

@@ -16,6 +16,7 @@ MXDIFF_FUZZ_TARGET(fuzz_reference) {
   return FuzzTarget{
       .name = "fuzz_reference",
       .options = {.kind = "cpu", .max_len = 4096, .dictionary = "mxdiff.dict"},
+      .format = "case",
       .decodes = CaseDecodes,
       .describe = DescribeCaseInput,
       .check_names = CheckNamesOf(kChecks),

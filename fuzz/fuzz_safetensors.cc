@@ -420,6 +420,7 @@ MXDIFF_FUZZ_TARGET(fuzz_safetensors) {
   return mxdiff::fuzz::FuzzTarget{
       .name = kTarget,
       .options = {.kind = "cpu", .max_len = 16384, .dictionary = "safetensors.dict"},
+      .format = "safetensors",
       .decodes = [](std::span<const uint8_t> bytes) { return !IsBundle(bytes) || DecodeBundle(bytes).has_value(); },
       .describe = [](std::span<const uint8_t> bytes) {
         const std::optional<std::vector<BundleFile>> files = IsBundle(bytes) ? DecodeBundle(bytes) : std::nullopt;

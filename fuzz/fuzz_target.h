@@ -62,6 +62,9 @@ using InputFindings = std::optional<std::vector<Finding>>;
 struct FuzzTarget {
   std::string_view name;  // fuzz_<something>: the binary, corpus/<name>/, fuzz/options/<name>.options
   TargetOptions options;
+  // The codec's name: "case" (fuzz/case_format.h), "layer", ...; targets of one format read each
+  // other's inputs (repro runs every cpu target of the case format on a GEMM case).
+  std::string_view format;
   // The codec: does the input decode, and the case in words (empty when it does not decode).
   bool (*decodes)(std::span<const uint8_t> input) = nullptr;
   std::string (*describe)(std::span<const uint8_t> input) = nullptr;

@@ -16,6 +16,7 @@ MXDIFF_FUZZ_TARGET(fuzz_transform) {
   return FuzzTarget{
       .name = "fuzz_transform",
       .options = {.kind = "cpu", .max_len = 2048, .dictionary = "mxdiff.dict"},
+      .format = "case",
       .decodes = CaseDecodes,
       .describe = DescribeCaseInput,
       .check_names = CheckNamesOf(kChecks),

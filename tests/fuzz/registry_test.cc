@@ -36,7 +36,7 @@ std::vector<std::string> TargetsTxt(const fs::path& root) {
 // What `target` lacks under the source tree `root`, one entry per missing part.
 std::vector<std::string> MissingParts(const mxdiff::fuzz::FuzzTarget& target, const fs::path& root) {
   std::vector<std::string> missing;
-  if (target.decodes == nullptr || target.describe == nullptr) missing.push_back("codec");
+  if (target.format.empty() || target.decodes == nullptr || target.describe == nullptr) missing.push_back("codec");
   if (target.check == nullptr || target.check_names.empty()) missing.push_back("a named check");
   if (target.options.kind != "cpu" && target.options.kind != "gpu") missing.push_back("kind cpu|gpu");
   const fs::path corpus = root / "corpus" / std::string(target.name);
@@ -107,6 +107,7 @@ MXDIFF_FUZZ_TARGET(fuzz_toy) {
   return mxdiff::fuzz::FuzzTarget{
       .name = "fuzz_toy",
       .options = {.kind = "cpu", .max_len = 16},
+      .format = "toy",
       .decodes = [](std::span<const uint8_t> input) { return !input.empty(); },
       .describe = [](std::span<const uint8_t> input) { return std::to_string(input.size()) + " bytes"; },
       .check_names = mxdiff::fuzz::CheckNamesOf(kToyChecks),

@@ -20,14 +20,12 @@
 #include "fmt/format.h"
 #include "fuzz/case_format.h"
 #include "fuzz/case_minimizer.h"
-#include "fuzz/dispatch_target.h"
 #include "fuzz/findings.h"
+#include "fuzz/fuzz_target.h"
 #include "fuzz/gemm_differential.h"
 #include "fuzz/layer_case_format.h"
 #include "fuzz/layer_target.h"
 #include "fuzz/modules/module_loader.h"
-#include "fuzz/reference_target.h"
-#include "fuzz/transform_target.h"
 #include "reference/admission.h"
 #include "reference/reference_gemm.h"
 #include "tools/cli/checked_output.h"
@@ -227,15 +225,10 @@ void ExplainRun(const fuzz::ModuleRun& run, const fuzz::FuzzCase& c, int show) {
   }
 }
 
+// The target a file's name starts with (fuzz/registry.cc), else fuzz_gemm.
 std::string TargetFromFileName(const std::string& path) {
-  const std::string name = std::filesystem::path(path).filename().string();
-  std::string_view targets = MXDIFF_FUZZ_TARGET_LIST;  // fuzz/targets.txt
-  while (!targets.empty()) {
-    const std::string_view target = targets.substr(0, targets.find(','));
-    if (name.rfind(std::string(target) + ".", 0) == 0) return std::string(target);
-    targets.remove_prefix(std::min(targets.size(), target.size() + 1));
-  }
-  return "fuzz_gemm";
+  const fuzz::FuzzTarget* target = fuzz::TargetOfFileName(std::filesystem::path(path).filename().string());
+  return std::string(target != nullptr ? target->name : "fuzz_gemm");
 }
 
 // At most fuzz::MaxEncodedSize() + 1 bytes are read, so /dev/zero or a huge file is rejected at once.
@@ -285,12 +278,22 @@ absl::Status ValidateFlags() {
   return absl::OkStatus();
 }
 
-// The CPU properties repro checks on every GEMM case, by target.
-constexpr std::pair<const char*, fuzz::CheckResult (*)(const fuzz::FuzzCase&)> kCpuTargets[] = {
-    {"fuzz_transform", fuzz::CheckTransformCase},
-    {"fuzz_dispatch", fuzz::CheckDispatchCase},
-    {"fuzz_reference", fuzz::CheckReferenceCase},
-};
+// The CPU properties repro checks on every GEMM case: the registry's cpu targets of the case
+// format (fuzz/fuzz_target.h), each with every finding of its checks.
+std::vector<TargetFinding> CpuTargetFindings(std::span<const uint8_t> bytes, bool print) {
+  std::vector<TargetFinding> found;
+  for (const fuzz::FuzzTarget* target : fuzz::Registry()) {
+    if (target->options.kind != "cpu" || target->format != "case") continue;
+    const fuzz::InputFindings findings = target->check(bytes, /*fresh=*/false);
+    const fuzz::CheckResult first = findings ? fuzz::FirstFindingOf(*findings) : std::nullopt;
+    if (print) {
+      fmt::print(text, "{:<15} {}\n", target->name,
+                 first ? "FINDING " + first->signature + "\n  " + first->description : "ok");
+    }
+    if (first) found.push_back({std::string(target->name), *first});
+  }
+  return found;
+}
 
 // fuzz_gemm's modules as the flags select them. A device that matches no step model is a finding
 // of its own (appended to `findings`): nothing it computes can be judged, so no module is loaded.
@@ -309,10 +312,12 @@ absl::StatusOr<fuzz::LoadedModules> LoadSelectedModules(std::vector<TargetFindin
 std::optional<std::string> SignatureOf(const TargetFinding& finding, const fuzz::FuzzCase& c,
                                        fuzz::GemmDifferential& differential) {
   fuzz::CheckResult again;
-  if (finding.target == "fuzz_transform") again = fuzz::CheckTransformCase(c);
-  else if (finding.target == "fuzz_dispatch") again = fuzz::CheckDispatchCase(c);
-  else if (finding.target == "fuzz_reference") again = fuzz::CheckReferenceCase(c);
-  else {
+  const fuzz::FuzzTarget* target = fuzz::FindTarget(finding.target);
+  if (target != nullptr && target->options.kind == "cpu") {
+    const absl::StatusOr<std::vector<uint8_t>> bytes = fuzz::EncodeCase(c);
+    const fuzz::InputFindings findings = bytes.ok() ? target->check(*bytes, /*fresh=*/false) : std::nullopt;
+    if (findings) again = fuzz::FirstFindingOf(*findings);
+  } else {
     // The evaluation outlives the pointer FirstFinding returns into it.
     const fuzz::CaseEvaluation evaluation = differential.Evaluate(c);
     if (const fuzz::CheckVerdict* first = evaluation.FirstFinding()) again = first->finding;
@@ -394,12 +399,7 @@ int Run(const std::string& path) {
   const LayerAdmission admission = AdmitLayer(c.scale_bytes);
   fmt::print(text, "  admission: {}\n\n", admission.Describe());
 
-  std::vector<TargetFinding> findings;
-  for (const auto& [target, check] : kCpuTargets) {
-    const fuzz::CheckResult finding = check(c);
-    fmt::print(text, "{:<15} {}\n", target, finding ? "FINDING " + finding->signature + "\n  " + finding->description : "ok");
-    if (finding) findings.push_back({target, *finding});
-  }
+  std::vector<TargetFinding> findings = CpuTargetFindings(bytes, /*print=*/true);
   if (!c.registry.empty()) {
     const absl::StatusOr<Route> route =
         DecideRoute(c.Registry(), c.tactic, c.request, c.policy, admission.admitted, admission.Describe());
@@ -528,9 +528,7 @@ int RunSequence(const std::string& dir) {
       const absl::StatusOr<fuzz::FuzzCase> c = fuzz::DecodeCase(inputs[i]);
       valid = c.ok();
       if (valid) {
-        for (const auto& [target, check] : kCpuTargets) {
-          if (fuzz::CheckResult finding = check(*c)) found.push_back({target, *finding});
-        }
+        found = CpuTargetFindings(inputs[i], /*print=*/false);
         const fuzz::CaseEvaluation evaluation = differential.Evaluate(*c);
         if (const fuzz::CheckVerdict* first = evaluation.FirstFinding()) {
           found.push_back({"fuzz_gemm", *first->finding, std::string(first->check), first->module});
