@@ -36,7 +36,10 @@ void RunKnownCases() {
 }
 
 void Initialize(std::span<const std::string_view> args) {
-  absl::StatusOr<LoadedModules> loaded = LoadModules(ModuleSelectionFromArgs(args));
+  const ModuleSelection selection = ModuleSelectionFromArgs(args);
+  // A finding of an external kernel replays only with it (the .txt's repro commands).
+  if (!selection.external_library.empty()) SetReproFlags(" --external=" + selection.external_library);
+  absl::StatusOr<LoadedModules> loaded = LoadModules(selection);
   if (!loaded.ok()) {
     fmt::print(stderr, "fuzz_gemm: not fuzzing: {}\n", loaded.status().ToString());
     std::exit(2);

@@ -256,6 +256,17 @@ absl::StatusOr<std::vector<uint8_t>> ReadCaseFile(const std::string& path) {
   return bytes;
 }
 
+// The mutations that produced a finding, from its sidecar <name>.txt beside <name>.case
+// (fuzz/findings.h: `mutations:`); empty without one.
+std::string SidecarMutations(const std::string& path) {
+  if (!path.ends_with(".case")) return "";
+  std::ifstream sidecar(path.substr(0, path.size() - 5) + ".txt");
+  for (std::string line; std::getline(sidecar, line);) {
+    if (line.starts_with("mutations: ")) return line.substr(11);
+  }
+  return "";
+}
+
 // Everything the flags ask for is checked before the case runs: no work is done for a command
 // line that cannot finish.
 absl::Status ValidateFlags() {
@@ -354,7 +365,8 @@ int Minimize(const std::string& path, const fuzz::FuzzCase& c, const TargetFindi
 // repro --json: tools/repro/README.md documents the fields.
 void PrintJsonVerdict(const std::string& path, const fuzz::CaseEvaluation& evaluation,
                       const std::vector<TargetFinding>& findings, int status) {
-  nlohmann::json verdict = {{"file", path}, {"exit_status", status}, {"reproduced", !findings.empty()}};
+  nlohmann::json verdict = {{"file", path}, {"exit_status", status}, {"reproduced", !findings.empty()},
+                            {"mutations", SidecarMutations(path)}};
   verdict["findings"] = nlohmann::json::array();
   for (const TargetFinding& f : findings) {
     verdict["findings"].push_back({{"target", f.target}, {"check", f.check}, {"module", f.module},
@@ -381,6 +393,9 @@ int Run(const std::string& path) {
     return kExitBadInput;
   }
   const std::vector<uint8_t>& bytes = *read;
+  if (const std::string mutations = SidecarMutations(path); !mutations.empty()) {
+    fmt::print(text, "reached by the mutations (its .txt): {}\n", mutations);
+  }
   if (IsLayerCase(bytes)) {  // a fuzz_layer case (tools/repro/layer_repro.h)
     if (absl::GetFlag(FLAGS_minimize) || absl::GetFlag(FLAGS_json)) {  // not a silent no-op
       fmt::print(stderr, "repro: --{} works on GEMM cases; {} is a fuzz_layer case\n",
