@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "fuzz/fuzz_rules.h"
 #include "fuzz/mutation_sequence.h"
 #include "kernels/dispatch_table.h"
 #include "reference/admission.h"
@@ -95,16 +96,19 @@ int EdgeInt(CaseRng& rng, int low, int high) {
   }
 }
 
+}  // namespace
+
 Tactic RandomTactic(CaseRng& rng) {
-  static constexpr int kTiles[] = {1, 8, 16, 32, 64, 128, 256};
   Tactic tactic;
-  tactic.cta_m = Pick(rng, kTiles);
-  tactic.cta_n = Pick(rng, kTiles);
+  tactic.cta_m = Pick(rng, kInterestingTiles);
+  tactic.cta_n = Pick(rng, kInterestingTiles);
   tactic.cta_k = OneIn(rng, 4) ? 4 * Uniform(rng, 1, kMaxCtaK / 4) : Pick(rng, kInterestingCtaK);
   tactic.splits = OneIn(rng, 3) ? 1 : (OneIn(rng, 8) ? Uniform(rng, 1, kMaxSplits) : Uniform(rng, 1, 8));
   tactic.swizzle = Uniform(rng, 0, kMaxSwizzle);
   return tactic;
 }
+
+namespace {
 
 ValueClass RandomClass(CaseRng& rng, TensorKind kind) {
   if (kind == TensorKind::kScales) {

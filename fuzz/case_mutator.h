@@ -86,6 +86,10 @@ struct ElementSite {
 };
 ElementSite PickSite(const FuzzCase& fuzz_case, CaseRng& rng);
 
+// A tactic of the format's whole range: any interesting tile (fuzz/fuzz_rules.h), cta_k, splits,
+// swizzle (past the kernels' limit too). fuzz_layer's tactics draw from it too.
+Tactic RandomTactic(CaseRng& rng);
+
 // The names of the mutations MutateCase draws from (fuzz/mutation_sequence.h records them), each
 // once; MutateEncodedCase adds random-case, real-shape, activation-bytes and fit-max-len.
 std::vector<std::string_view> CaseMutationNames();

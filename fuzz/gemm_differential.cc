@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fuzz/fuzz_rules.h"
 #include "fuzz/coverage_counters.h"
 #include "kernels/gemm_runner.h"
 #include "reference/admission.h"
@@ -28,19 +29,10 @@ std::string TacticSignature(const FuzzCase& c, const Tactic& t) {
   return fmt::format("{}x{}x{}/s{}", t.cta_m, t.cta_n, t.cta_k, effective_splits(c.k, t.cta_k, t.splits));
 }
 
-bool SameRoute(const Route& a, const Route& b) {
-  return a.variant == b.variant && a.reason == b.reason && a.tactic == b.tactic;
-}
-
 bool SameRouteButSwizzle(const Route& a, const Route& b) {
   Tactic a_tactic = a.tactic;
   a_tactic.swizzle = b.tactic.swizzle;
   return a.variant == b.variant && a.reason == b.reason && a_tactic == b.tactic;
-}
-
-std::string RouteText(const Route& route) {
-  return fmt::format("{} ({}) tactic {}", TransformName(route.variant), RouteReasonName(route.reason),
-                     TacticName(route.tactic));
 }
 
 std::string RouteOrError(const absl::StatusOr<Route>& route) {

@@ -4,13 +4,15 @@
 #include <cstring>
 
 #include "fuzz/mutation_sequence.h"
+#include "fuzz/tensor_recipe.h"
 #include "kernels/builtin_kernels.h"
+#include "kernels/tile_raster.h"
+#include "reference/scale_class.h"
 #include "reference/fp16.h"
 
 namespace mxdiff::fuzz {
 namespace {
 
-constexpr uint8_t kEdgeScaleBytes[] = {0, 1, 111, 112, 113, 114, 126, 127, 128, 129, 130, 141, 142, 143, 200, 254, 255};
 constexpr uint16_t kSpecialF16[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00,
                                     0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x4900, 0xC900};
 
@@ -36,16 +38,18 @@ float RoutingWeight(CaseRng& rng) {
 // Scale bytes of one of four kinds: the checkpoint's 114..126, the admitted 113..128, the
 // admission edges, anything.
 void FillScales(CaseRng& rng, std::vector<uint8_t>& scales) {
+  static const RawRange admitted = ScaleClassRange(ScaleClass::kAdmitted);
+  auto checkpoint = [&] { return uint8_t(Uniform(rng, kCheckpointScaleFirst, kCheckpointScaleLast)); };
   const int kind = Uniform(rng, 0, 5);
   for (uint8_t& raw : scales) {
     switch (kind) {
-      case 0: case 1: raw = uint8_t(Uniform(rng, 114, 126)); break;
-      case 2: raw = uint8_t(Uniform(rng, 113, 128)); break;
-      case 3: raw = OneIn(rng, 8) ? Pick(rng, kEdgeScaleBytes) : uint8_t(Uniform(rng, 114, 126)); break;
+      case 0: case 1: raw = checkpoint(); break;
+      case 2: raw = uint8_t(Uniform(rng, admitted.first, admitted.last)); break;
+      case 3: raw = OneIn(rng, 8) ? Pick(rng, kInterestingScaleBytes) : checkpoint(); break;
       default: raw = OneIn(rng, 2) ? uint8_t(rng()) : uint8_t(Uniform(rng, 110, 130)); break;
     }
   }
-  if (kind <= 1 && OneIn(rng, 4)) scales[rng() % scales.size()] = Pick(rng, kEdgeScaleBytes);  // one refused byte, maybe
+  if (kind <= 1 && OneIn(rng, 4)) scales[rng() % scales.size()] = Pick(rng, kInterestingScaleBytes);  // an edge, maybe
 }
 
 void FillCodes(CaseRng& rng, std::vector<uint8_t>& codes) {
@@ -78,23 +82,17 @@ void RandomRouting(CaseRng& rng, const LayerCase& c, LayerReplay& x) {
   for (uint16_t& a : x.activations) a = Activation(rng);
 }
 
-Tactic RandomTactic(CaseRng& rng) {
-  Tactic t;
-  if (OneIn(rng, 6)) {
-    static constexpr int kTiles[] = {1, 8, 16, 24, 32, 64, 128};
-    t.cta_m = Pick(rng, kTiles);
-    t.cta_n = Pick(rng, kTiles);
-    t.cta_k = 4 * Uniform(rng, 1, 64);
-  } else {
-    const CtaShape& shape = kCtaShapes[rng() % kCtaShapeCount];
-    t.cta_m = shape.m;
-    t.cta_n = shape.n;
-    t.cta_k = shape.k;
-  }
+// Mostly a builtin CTA shape (few splits, a swizzle the kernels take, past their limit in one of
+// ten); in one of six the GEMM mutator's tactic of the format's whole range (MapLayerTactic maps it).
+Tactic RandomLayerTactic(CaseRng& rng) {
+  if (OneIn(rng, 6)) return RandomTactic(rng);
+  const CtaShape& shape = kCtaShapes[rng() % kCtaShapeCount];
   static constexpr int kSplits[] = {1, 1, 2, 3, 4, 7, 16, 64, 256};
-  t.splits = Pick(rng, kSplits);
-  t.swizzle = OneIn(rng, 10) ? Uniform(rng, 5, 7) : Uniform(rng, 0, 4);
-  return t;
+  return Tactic{.cta_m = shape.m,
+                .cta_n = shape.n,
+                .cta_k = shape.k,
+                .splits = Pick(rng, kSplits),
+                .swizzle = OneIn(rng, 10) ? Uniform(rng, kMaxSwizzleLog2 + 1, kMaxSwizzle) : Uniform(rng, 0, kMaxSwizzleLog2)};
 }
 
 void RandomReplay(CaseRng& rng, const LayerCase& c, LayerReplay& x) {
@@ -136,8 +134,8 @@ LayerCase RandomLayerCase(CaseRng& rng, const LayerProfile& p) {
   RandomShape(rng, c, p);
   c.request = TransformRequest(Uniform(rng, 0, 2));
   c.policy = FallbackPolicy(Uniform(rng, 0, 1));
-  c.w13_tactic = RandomTactic(rng);
-  c.w2_tactic = RandomTactic(rng);
+  c.w13_tactic = RandomLayerTactic(rng);
+  c.w2_tactic = RandomLayerTactic(rng);
   c.w13_capacity = RandomCapacity(rng, c, c.w13_tactic.cta_m);
   c.w2_capacity = RandomCapacity(rng, c, c.w2_tactic.cta_m);
   return c;
@@ -151,7 +149,7 @@ void RequestPolicy(LayerCase& c, CaseRng& rng, const LayerProfile&) {
   c.policy = FallbackPolicy(Uniform(rng, 0, 1));
 }
 void NewTactic(LayerCase& c, CaseRng& rng, const LayerProfile&) {
-  (OneIn(rng, 2) ? c.w13_tactic : c.w2_tactic) = RandomTactic(rng);
+  (OneIn(rng, 2) ? c.w13_tactic : c.w2_tactic) = RandomLayerTactic(rng);
 }
 void Capacity(LayerCase& c, CaseRng& rng, const LayerProfile&) {
   c.w13_capacity = RandomCapacity(rng, c, c.w13_tactic.cta_m);
