@@ -67,18 +67,9 @@ InputFindings Check(std::span<const uint8_t> input, bool fresh) {
 }  // namespace
 
 MXDIFF_FUZZ_TARGET(fuzz_gemm) {
-  return FuzzTarget{
-      .name = "fuzz_gemm",
-      .options = {.kind = "gpu", .max_len = 40960, .dictionary = "mxdiff.dict"},
-      .format = "case",
-      .decodes = CaseDecodes,
-      .describe = DescribeCaseInput,
-      .check_names = std::vector<std::string_view>(std::begin(kCheckNames), std::end(kCheckNames)),
-      .check = Check,
-      .mutate = [](uint8_t* data, size_t size, size_t max_size, unsigned seed) {
-        return MutateFuzzInput(data, size, max_size, seed, kGemmProfile);
-      },
-      .seed_writer = "mxdiff_fuzz_seeds",
-      .initialize = Initialize,
-  };
+  FuzzTarget target = CaseFormatTarget<kGemmProfile>("fuzz_gemm", "gpu", 40960);
+  target.check_names.assign(std::begin(kCheckNames), std::end(kCheckNames));
+  target.check = Check;
+  target.initialize = Initialize;
+  return target;
 }

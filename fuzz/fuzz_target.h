@@ -18,6 +18,7 @@
 
 #include "fuzz/case_mutator.h"
 #include "fuzz/findings.h"
+#include "fuzz/target_driver.h"
 
 namespace mxdiff::fuzz {
 
@@ -93,6 +94,37 @@ std::string DescribeCaseInput(std::span<const uint8_t> input);
 InputFindings CheckCaseInput(std::span<const uint8_t> input, bool fresh, std::span<const NamedCheck<FuzzCase>> checks);
 InputFindings CheckCaseInput(std::span<const uint8_t> input, bool fresh,
                              const std::function<std::vector<Finding>(const FuzzCase&)>& run);
+
+// The parts every target of the case format shares: the codec "case", the dictionary
+// mxdiff.dict, the seeds mxdiff_fuzz_seeds writes, the structured mutator under `Profile`.
+template <const MutationProfile& Profile>
+FuzzTarget CaseFormatTarget(std::string_view name, std::string_view kind, size_t max_len) {
+  return FuzzTarget{
+      .name = name,
+      .options = {.kind = kind, .max_len = max_len, .dictionary = "mxdiff.dict"},
+      .format = "case",
+      .decodes = CaseDecodes,
+      .describe = DescribeCaseInput,
+      .mutate = [](uint8_t* data, size_t size, size_t max_size, unsigned seed) {
+        return MutateFuzzInput(data, size, max_size, seed, Profile);
+      },
+      .seed_writer = "mxdiff_fuzz_seeds",
+  };
+}
+
+// A cpu target of the case format whose property is one named check.
+template <CheckResult (*Check)(const FuzzCase&), const MutationProfile& Profile>
+FuzzTarget OneCheckCaseTarget(std::string_view name, std::string_view check_name, size_t max_len) {
+  FuzzTarget target = CaseFormatTarget<Profile>(name, "cpu", max_len);
+  target.check_names = {check_name};
+  target.check = [](std::span<const uint8_t> input, bool fresh) {
+    return CheckCaseInput(input, fresh, [](const FuzzCase& c) {
+      const CheckResult finding = Check(c);
+      return finding ? std::vector<Finding>{*finding} : std::vector<Finding>{};
+    });
+  };
+  return target;
+}
 
 // What the entry points do with one input (fuzz/target_driver.h: CheckFuzzInput).
 int RunTargetInput(const FuzzTarget& target, const uint8_t* data, size_t size);
