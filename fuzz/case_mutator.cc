@@ -794,7 +794,7 @@ void MutateCase(FuzzCase& fuzz_case, CaseRng& rng, const MutationProfile& profil
 size_t MutateEncodedCase(uint8_t* data, size_t size, size_t max_size, unsigned seed,
                          const MutationProfile& profile, const ByteMutator& byte_mutator) {
   CaseRng rng(seed);
-  StartMutationSequence();
+  StartMutationSequence(std::span<const uint8_t>(data, size));
   static thread_local FuzzCase c;  // buffers reused across mutations
   if (DecodeCaseInto(std::span<const uint8_t>(data, size), c, Materialize::kNo).ok()) {
     MutateDescription(c, rng, profile);

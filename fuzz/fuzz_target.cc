@@ -2,6 +2,7 @@
 
 #include "fmt/format.h"
 #include "fuzz/case_format.h"
+#include "fuzz/mutation_sequence.h"
 #include "fuzz/target_driver.h"
 
 // libFuzzer's byte mutator; absent (null) in the plain replay builds.
@@ -53,7 +54,12 @@ int RunTargetInput(const FuzzTarget& target, const uint8_t* data, size_t size) {
 
 size_t MutateTargetInput(const FuzzTarget& target, uint8_t* data, size_t size, size_t max_size, unsigned seed) {
   if (target.mutate != nullptr) return target.mutate(data, size, max_size, seed);
-  return &LLVMFuzzerMutate != nullptr ? LLVMFuzzerMutate(data, size, max_size) : size;
+  // libFuzzer's own byte mutators (its MS: line names them), recorded as one step.
+  StartMutationSequence(std::span<const uint8_t>(data, size));
+  RecordMutation("libfuzzer-bytes");
+  const size_t mutated = &LLVMFuzzerMutate != nullptr ? LLVMFuzzerMutate(data, size, max_size) : size;
+  FinishMutationSequence(std::span<const uint8_t>(data, mutated));
+  return mutated;
 }
 
 void InitializeTarget(const FuzzTarget& target, int* argc, char*** argv) {

@@ -236,8 +236,9 @@ size_t MutateEncodedLayerCase(uint8_t* data, size_t size, size_t max_size, unsig
   CaseRng rng(seed);
   absl::StatusOr<LayerCase> decoded = DecodeLayerCase(std::span<const uint8_t>(data, size));
   LayerCase c = decoded.ok() ? *std::move(decoded) : RandomLayerCase(rng, p);
+  StartMutationSequence(std::span<const uint8_t>(data, size));
   for (int attempt = 0; attempt < 8; ++attempt) {
-    StartMutationSequence();
+    RestartMutationSequence();
     if (!decoded.ok() || attempt > 3) RecordMutation("random-case");
     LayerCase mutated = c;
     MutateLayerCase(mutated, rng, p);

@@ -7,6 +7,7 @@ namespace mxdiff::fuzz {
 namespace {
 
 struct Record {
+  std::string before;           // the names that produced this call's input
   std::string names;            // the sequence so far
   std::vector<uint8_t> output;  // what it produced; empty until finished
   bool finished = false;
@@ -19,11 +20,19 @@ Record& ThisProcess() {
 
 }  // namespace
 
-void StartMutationSequence() {
+void StartMutationSequence(std::span<const uint8_t> input) {
   Record& record = ThisProcess();
-  record.names.clear();
+  const bool chained = record.finished && record.output.size() == input.size() &&
+                       std::equal(input.begin(), input.end(), record.output.begin());
+  record.before = chained ? record.names : std::string();
+  record.names = record.before;
   record.output.clear();
   record.finished = false;
+}
+
+void RestartMutationSequence() {
+  Record& record = ThisProcess();
+  record.names = record.before;
 }
 
 void RecordMutation(std::string_view name) {

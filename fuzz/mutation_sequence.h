@@ -35,8 +35,12 @@ std::vector<std::string_view> MutationNamesOf(const Mutation (&table)[N]) {
 template <typename Case, typename Rng, typename Profile>
 void ApplyMutation(const NamedMutation<Case, Rng, Profile>& mutation, Case& c, Rng& rng, const Profile& profile);
 
-// A new sequence starts (one call of a custom mutator); the names that follow are its steps.
-void StartMutationSequence();
+// A call of a custom mutator starts on `input`; the names that follow are its steps. Where
+// `input` is what the previous call produced (libFuzzer mutates a unit several times in a row,
+// running each result), the sequence goes on from there, so it runs from the corpus unit.
+void StartMutationSequence(std::span<const uint8_t> input);
+// The steps since StartMutationSequence dropped (a mutator's attempt that was thrown away).
+void RestartMutationSequence();
 void RecordMutation(std::string_view name);
 // The sequence produced `output` (the bytes the mutator returns).
 void FinishMutationSequence(std::span<const uint8_t> output);

@@ -114,11 +114,31 @@ TEST_F(FindingsTest, WritesTheSequenceThatLedToAFindingInOrderEndingWithIt) {
   EXPECT_NE(text.find("repro-sequence: repro --sequence " + base + ".sequence"), std::string::npos) << text;
 }
 
+// libFuzzer mutates a unit several times in a row: a call on the previous call's output goes on
+// with its sequence; a call on another input starts afresh; a dropped attempt leaves no name.
+TEST(MutationSequenceTest, ChainsFromTheCorpusUnit) {
+  const std::vector<uint8_t> unit = {1}, first = {2}, second = {3};
+  StartMutationSequence(unit);
+  RecordMutation("shape");
+  FinishMutationSequence(first);
+  StartMutationSequence(first);
+  RecordMutation("dropped");
+  RestartMutationSequence();
+  RecordMutation("tactic");
+  FinishMutationSequence(second);
+  EXPECT_EQ(MutationSequenceOf(second), "shape-tactic");
+  EXPECT_EQ(MutationSequenceOf(first), "");
+  StartMutationSequence(unit);
+  RecordMutation("registry");
+  FinishMutationSequence(second);
+  EXPECT_EQ(MutationSequenceOf(second), "registry");
+}
+
 // The sidecar names the mutations that produced the input (only that input), and both repro
 // commands carry the flags the process needs (an external kernel: --external=LIB).
 TEST_F(FindingsTest, TheSidecarNamesTheMutationsAndTheReproFlags) {
   const std::vector<uint8_t> input = {4, 4};
-  StartMutationSequence();
+  StartMutationSequence(std::vector<uint8_t>{9});
   RecordMutation("shape");
   RecordMutation("scale-element");
   FinishMutationSequence(input);
