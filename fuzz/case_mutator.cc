@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "fuzz/fuzz_rules.h"
+#include "fuzz/mutation_sequence.h"
 #include "kernels/dispatch_table.h"
 #include "reference/admission.h"
 #include "reference/split_plan.h"
@@ -94,16 +96,19 @@ int EdgeInt(CaseRng& rng, int low, int high) {
   }
 }
 
+}  // namespace
+
 Tactic RandomTactic(CaseRng& rng) {
-  static constexpr int kTiles[] = {1, 8, 16, 32, 64, 128, 256};
   Tactic tactic;
-  tactic.cta_m = Pick(rng, kTiles);
-  tactic.cta_n = Pick(rng, kTiles);
+  tactic.cta_m = Pick(rng, kInterestingTiles);
+  tactic.cta_n = Pick(rng, kInterestingTiles);
   tactic.cta_k = OneIn(rng, 4) ? 4 * Uniform(rng, 1, kMaxCtaK / 4) : Pick(rng, kInterestingCtaK);
   tactic.splits = OneIn(rng, 3) ? 1 : (OneIn(rng, 8) ? Uniform(rng, 1, kMaxSplits) : Uniform(rng, 1, 8));
   tactic.swizzle = Uniform(rng, 0, kMaxSwizzle);
   return tactic;
 }
+
+namespace {
 
 ValueClass RandomClass(CaseRng& rng, TensorKind kind) {
   if (kind == TensorKind::kScales) {
@@ -596,55 +601,53 @@ void MutateRegistry(FuzzCase& c, CaseRng& rng) {
   }
 }
 
-void MutateOnce(FuzzCase& c, CaseRng& rng, const MutationProfile& p) {
-  switch (rng() % 16) {
+void MutateRouteSettings(FuzzCase& c, CaseRng& rng) {
+  switch (rng() % 3) {
     case 0:
+      c.request = TransformRequest(rng() % 3);
+      break;
     case 1:
-      PlaceElement(c, rng, TensorKind::kScales, AnyScale(rng));
-      break;
-    case 2:
-      MutateScaleLayer(c, rng);
-      break;
-    case 3:
-      PlaceElement(c, rng, TensorKind::kActivations, Pick(rng, kInterestingF16));
-      break;
-    case 4:
-      PlaceElement(c, rng, TensorKind::kActivations, AnyF16(rng));
-      break;
-    case 5:
-      PlaceElement(c, rng, TensorKind::kCodes, ElementValue(rng, TensorKind::kCodes));
-      break;
-    case 6:
-    case 7:
-      MutateGenerator(c, rng, p);
-      break;
-    case 8:
-    case 9:
-      MutateShape(c, rng, p);
-      break;
-    case 10:
-      MutateTactic(c, rng);
-      break;
-    case 11:
-      switch (rng() % 3) {
-        case 0:
-          c.request = TransformRequest(rng() % 3);
-          break;
-        case 1:
-          c.policy = FallbackPolicy(rng() % 2);
-          break;
-        default:
-          c.model = StepModel(rng() % kStepModelCount);
-          break;
-      }
-      break;
-    case 12:
-      MutateRegistry(c, rng);
+      c.policy = FallbackPolicy(rng() % 2);
       break;
     default:
-      MutateOverrides(c, rng);
+      c.model = StepModel(rng() % kStepModelCount);
       break;
   }
+}
+
+// The mutations as one signature, for the table.
+void ScaleElement(FuzzCase& c, CaseRng& rng, const MutationProfile&) {
+  PlaceElement(c, rng, TensorKind::kScales, AnyScale(rng));
+}
+void ScaleLayer(FuzzCase& c, CaseRng& rng, const MutationProfile&) { MutateScaleLayer(c, rng); }
+void ActivationInteresting(FuzzCase& c, CaseRng& rng, const MutationProfile&) {
+  PlaceElement(c, rng, TensorKind::kActivations, Pick(rng, kInterestingF16));
+}
+void ActivationAny(FuzzCase& c, CaseRng& rng, const MutationProfile&) {
+  PlaceElement(c, rng, TensorKind::kActivations, AnyF16(rng));
+}
+void CodeElement(FuzzCase& c, CaseRng& rng, const MutationProfile&) {
+  PlaceElement(c, rng, TensorKind::kCodes, ElementValue(rng, TensorKind::kCodes));
+}
+void NewTactic(FuzzCase& c, CaseRng& rng, const MutationProfile&) { MutateTactic(c, rng); }
+void RouteSettings(FuzzCase& c, CaseRng& rng, const MutationProfile&) { MutateRouteSettings(c, rng); }
+void RegistryEntries(FuzzCase& c, CaseRng& rng, const MutationProfile&) { MutateRegistry(c, rng); }
+void Overrides(FuzzCase& c, CaseRng& rng, const MutationProfile&) { MutateOverrides(c, rng); }
+
+// The mutations, one slot of 16 each (a name in two slots is drawn twice as often).
+constexpr NamedMutation<FuzzCase, CaseRng, MutationProfile> kCaseMutations[16] = {
+    {"scale-element", ScaleElement},   {"scale-element", ScaleElement},
+    {"scale-layer", ScaleLayer},       {"activation-interesting", ActivationInteresting},
+    {"activation-any", ActivationAny}, {"code-element", CodeElement},
+    {"generator", MutateGenerator},    {"generator", MutateGenerator},
+    {"shape", MutateShape},            {"shape", MutateShape},
+    {"tactic", NewTactic},                {"route-settings", RouteSettings},
+    {"registry", RegistryEntries},            {"overrides", Overrides},
+    {"overrides", Overrides},          {"overrides", Overrides},
+};
+
+void MutateOnce(FuzzCase& c, CaseRng& rng, const MutationProfile& p) {
+  ApplyMutation(kCaseMutations[rng() % 16], c, rng, p);
 }
 
 // Pulls an input decoded from the corpus (possibly larger than this target's profile) back
@@ -695,6 +698,7 @@ void MutateDescription(FuzzCase& c, CaseRng& rng, const MutationProfile& p) {
   FitProfile(c, rng, p);
   int count = Uniform(rng, 1, 3);
   if (p.real_shapes_one_in > 0 && OneIn(rng, p.real_shapes_one_in)) {
+    RecordMutation("real-shape");
     JumpToRealShape(c, rng, p);
     --count;
   }
@@ -703,6 +707,10 @@ void MutateDescription(FuzzCase& c, CaseRng& rng, const MutationProfile& p) {
 }
 
 }  // namespace
+
+std::vector<std::string_view> CaseMutationNames() {
+  return MutationNamesOf(kCaseMutations);
+}
 
 ElementSite PickSite(const FuzzCase& c, CaseRng& rng) {
   ElementSite site;
@@ -786,15 +794,18 @@ void MutateCase(FuzzCase& fuzz_case, CaseRng& rng, const MutationProfile& profil
 size_t MutateEncodedCase(uint8_t* data, size_t size, size_t max_size, unsigned seed,
                          const MutationProfile& profile, const ByteMutator& byte_mutator) {
   CaseRng rng(seed);
+  StartMutationSequence(std::span<const uint8_t>(data, size));
   static thread_local FuzzCase c;  // buffers reused across mutations
   if (DecodeCaseInto(std::span<const uint8_t>(data, size), c, Materialize::kNo).ok()) {
     MutateDescription(c, rng, profile);
   } else {
+    RecordMutation("random-case");
     c = RandomDescription(rng, profile);
   }
   if (byte_mutator && !c.recipe(TensorKind::kActivations) && !c.activations.empty() && OneIn(rng, 8)) {
     // Size-preserving byte mutation of the activation payload (libFuzzer's own operators
     // plus the dictionary), then back into the structure.
+    RecordMutation("activation-bytes");
     static thread_local std::vector<uint8_t> raw;
     raw.resize(c.activations.size() * 2);
     std::memcpy(raw.data(), c.activations.data(), raw.size());
@@ -803,6 +814,7 @@ size_t MutateEncodedCase(uint8_t* data, size_t size, size_t max_size, unsigned s
   }
   for (int attempt = 0; EncodedSize(c) > max_size; ++attempt) {
     if (attempt == 12) return 0;
+    if (attempt == 0) RecordMutation("fit-max-len");
     // First the largest byte-by-byte tensor becomes a recipe (the shape stays), then the shape halves.
     int largest = -1;
     for (int kind = 0; kind < kTensorKindCount; ++kind) {
@@ -830,6 +842,7 @@ size_t MutateEncodedCase(uint8_t* data, size_t size, size_t max_size, unsigned s
   static thread_local std::vector<uint8_t> encoded;
   if (!EncodeCaseInto(c, encoded).ok()) return 0;  // unreachable for a case built here; the test asserts it
   std::memcpy(data, encoded.data(), encoded.size());
+  FinishMutationSequence(encoded);
   return encoded.size();
 }
 

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "fuzz/case_format.h"
 #include "reference/decode_shapes.h"
@@ -83,6 +85,14 @@ struct ElementSite {
   int k = 0;
 };
 ElementSite PickSite(const FuzzCase& fuzz_case, CaseRng& rng);
+
+// A tactic of the format's whole range: any interesting tile (fuzz/fuzz_rules.h), cta_k, splits,
+// swizzle (past the kernels' limit too). fuzz_layer's tactics draw from it too.
+Tactic RandomTactic(CaseRng& rng);
+
+// The names of the mutations MutateCase draws from (fuzz/mutation_sequence.h records them), each
+// once; MutateEncodedCase adds random-case, real-shape, activation-bytes and fit-max-len.
+std::vector<std::string_view> CaseMutationNames();
 // The element index of a site in a tensor (fuzz/tensor_recipe.h), or -1 where the tensor has
 // no such element (activations of a case without rows).
 int64_t SiteIndex(const FuzzCase& fuzz_case, TensorKind kind, const ElementSite& site);

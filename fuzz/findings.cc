@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fuzz/mutation_sequence.h"
 
 namespace mxdiff::fuzz {
 namespace {
@@ -53,6 +54,14 @@ Finding ConfirmInFreshState(const Finding& first, const std::function<CheckResul
                                        "cache state the earlier inputs left; replay the sequence)"))};
 }
 
+static std::string& ReproFlagsOfThisProcess() {
+  static std::string flags;
+  return flags;
+}
+
+void SetReproFlags(std::string flags) { ReproFlagsOfThisProcess() = std::move(flags); }
+const std::string& ReproFlags() { return ReproFlagsOfThisProcess(); }
+
 std::string FindingsDirectory() {
   const char* dir = std::getenv("MXDIFF_FINDINGS_DIR");
   return dir != nullptr && *dir != '\0' ? dir : "mxdiff-findings";
@@ -91,11 +100,14 @@ absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<cons
     status = WriteFile(fmt::format("{}/{:03}.case", folder, index), input);
     if (!status.ok()) return status;
     sequence = fmt::format("sequence: {} ({} inputs this worker ran before it, then it)\n"
-                           "repro-sequence: repro --sequence {}\n",
-                           folder, index, folder);
+                           "repro-sequence: repro --sequence {}{}\n",
+                           folder, index, folder, ReproFlags());
   }
-  const std::string text = fmt::format("signature: {}\ntarget: {}\ninput: {}.case\nrepro: repro {}.case\n{}\n{}\n",
-                                       finding.signature, target, base, base, sequence, finding.description);
+  const std::string mutations = MutationSequenceOf(input);
+  const std::string text =
+      fmt::format("signature: {}\ntarget: {}\ninput: {}.case\nrepro: repro {}.case{}\n{}{}\n{}\n", finding.signature,
+                  target, base, base, ReproFlags(), mutations.empty() ? "" : "mutations: " + mutations + "\n",
+                  sequence, finding.description);
   status = WriteFile(base + ".txt", std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()),
                                                              text.size()));
   if (!status.ok()) return status;

@@ -41,6 +41,11 @@ class InputHistory {
 // flaky/<signature>, with both results: a result is only worth the bits under it.
 Finding ConfirmInFreshState(const Finding& first, const std::function<CheckResult()>& again);
 
+// The flags repro needs, beyond the file, to replay this process's findings (" --external=LIB" where
+// fuzz_gemm loaded an external kernel): written after both repro commands of a finding's .txt.
+void SetReproFlags(std::string flags);
+const std::string& ReproFlags();
+
 // Directory from MXDIFF_FINDINGS_DIR, else "mxdiff-findings" in the working directory.
 std::string FindingsDirectory();
 
@@ -48,7 +53,8 @@ std::string FindingsDirectory();
 std::string SignatureStem(std::string_view signature);
 
 // Writes <dir>/<target>.<stem>.<fnv64 of input>.case and the matching .txt (signature,
-// description, repro command) and, given a history, <...>.sequence/NNN.case: those inputs in the
+// description, repro command, and `mutations:` the names of the mutations that produced the
+// input where this process's last mutation did: fuzz/mutation_sequence.h) and, given a history, <...>.sequence/NNN.case: those inputs in the
 // order they ran, ending with this one. Returns the .case path.
 absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<const uint8_t> input,
                                          const Finding& finding, const InputHistory* history = nullptr);

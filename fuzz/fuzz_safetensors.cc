@@ -33,6 +33,7 @@
 
 #include "fmt/format.h"
 #include "fuzz/findings.h"
+#include "fuzz/fuzz_target.h"
 #include "fuzz/target_driver.h"
 #include "reference/admission.h"
 #include "checkpoint/audit.h"
@@ -394,22 +395,39 @@ void CheckBundle(Checks& check, const std::vector<BundleFile>& files) {
   CheckVerdicts(check, result, MappedFiles(std::move(paths)));
 }
 
+
+bool IsBundle(std::span<const uint8_t> bytes) {
+  return bytes.size() >= kBundleMagic.size() && std::memcmp(bytes.data(), kBundleMagic.data(), kBundleMagic.size()) == 0;
+}
+
+// Its two checks, one for each form of input; the target keeps no state (`fresh` changes nothing).
+std::optional<std::vector<Finding>> CheckInput(std::span<const uint8_t> bytes, bool /*fresh*/) {
+  Checks check;
+  if (IsBundle(bytes)) {
+    const std::optional<std::vector<BundleFile>> files = DecodeBundle(bytes);
+    if (!files) return std::nullopt;
+    CheckBundle(check, *files);
+  } else {
+    CheckSingleFile(check, bytes);
+  }
+  if (!check.result()) return std::vector<Finding>{};
+  return std::vector<Finding>{*check.result()};
+}
+
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::span<const uint8_t> bytes(data, size);
-  const bool bundle = bytes.size() >= kBundleMagic.size() &&
-                      std::memcmp(bytes.data(), kBundleMagic.data(), kBundleMagic.size()) == 0;
-  return mxdiff::fuzz::CheckFuzzInput(
-      kTarget, bytes, [&](bool /*fresh: the target keeps no state*/) -> std::optional<CheckResult> {
-        Checks check;
-        if (bundle) {
-          const std::optional<std::vector<BundleFile>> files = DecodeBundle(bytes);
-          if (!files) return std::nullopt;
-          CheckBundle(check, *files);
-        } else {
-          CheckSingleFile(check, bytes);
-        }
-        return check.result();
-      });
+MXDIFF_FUZZ_TARGET(fuzz_safetensors) {
+  return mxdiff::fuzz::FuzzTarget{
+      .name = kTarget,
+      .options = {.kind = "cpu", .max_len = 16384, .dictionary = "safetensors.dict"},
+      .format = "safetensors",
+      .decodes = [](std::span<const uint8_t> bytes) { return !IsBundle(bytes) || DecodeBundle(bytes).has_value(); },
+      .describe = [](std::span<const uint8_t> bytes) {
+        const std::optional<std::vector<BundleFile>> files = IsBundle(bytes) ? DecodeBundle(bytes) : std::nullopt;
+        return files ? fmt::format("a bundle of {} files", files->size()) : fmt::format("a file of {} bytes", bytes.size());
+      },
+      .check_names = {"single-file", "bundle"},
+      .check = CheckInput,
+      .seed_writer = "committed",
+  };
 }

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fuzz/fuzz_rules.h"
 #include "fuzz/coverage_counters.h"
 #include "kernels/gemm_runner.h"
 #include "reference/admission.h"
@@ -28,19 +29,10 @@ std::string TacticSignature(const FuzzCase& c, const Tactic& t) {
   return fmt::format("{}x{}x{}/s{}", t.cta_m, t.cta_n, t.cta_k, effective_splits(c.k, t.cta_k, t.splits));
 }
 
-bool SameRoute(const Route& a, const Route& b) {
-  return a.variant == b.variant && a.reason == b.reason && a.tactic == b.tactic;
-}
-
 bool SameRouteButSwizzle(const Route& a, const Route& b) {
   Tactic a_tactic = a.tactic;
   a_tactic.swizzle = b.tactic.swizzle;
   return a.variant == b.variant && a.reason == b.reason && a_tactic == b.tactic;
-}
-
-std::string RouteText(const Route& route) {
-  return fmt::format("{} ({}) tactic {}", TransformName(route.variant), RouteReasonName(route.reason),
-                     TacticName(route.tactic));
 }
 
 std::string RouteOrError(const absl::StatusOr<Route>& route) {
@@ -138,7 +130,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   };
   auto health = [&]() {
     const absl::Status status = module.CheckHealth();
-    return verdict("health", status.ok() ? CheckResult() : Finding{fmt::format("cuda-error/{}", name),
+    return verdict(kCheckNames[kHealthCheck], status.ok() ? CheckResult() : Finding{fmt::format("cuda-error/{}", name),
                                                                    fmt::format("{} left the device unhealthy after "
                                                                                "tactic {}: {}",
                                                                                name, TacticName(run.tactic),
@@ -156,7 +148,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
     if (!run.route.ok() && !run.expected.ok() && run.route.status().code() == run.expected.status().code()) {
       const bool untouched = std::all_of(run.output.begin(), run.output.end(),
                                          [](uint16_t bits) { return bits == kOutputPoison; });
-      if (!verdict("route", untouched ? CheckResult()
+      if (!verdict(kCheckNames[kRouteCheck], untouched ? CheckResult()
                                       : Finding{fmt::format("route/{}/output-written-on-error", name),
                                                 fmt::format("{} failed ({}) but wrote the output", name,
                                                             run.route.status().ToString())})) {
@@ -165,7 +157,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
       CountRouteError(c.request, c.policy, run.route.status().code());
       return true;
     }
-    return verdict("route", Finding{fmt::format("route/{}/{}", name,
+    return verdict(kCheckNames[kRouteCheck], Finding{fmt::format("route/{}/{}", name,
                                                 run.route.ok() ? "ran-where-it-must-fail" : "unexpected-error"),
                                     fmt::format("{} with tactic {}: got {}, expected {}", name,
                                                 TacticName(run.tactic), RouteOrError(run.route),
@@ -173,32 +165,32 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   }
   CountRoute(*run.route);
   if (run.route->variant == Transform::kFolded && !admission.admitted) {
-    return verdict("route", Finding{"route/folded-on-refused",
+    return verdict(kCheckNames[kRouteCheck], Finding{"route/folded-on-refused",
                                     fmt::format("{} ran folded on a refused layer: {}", name, admission.Describe())});
   }
   if (!SameRoute(*run.route, *run.expected)) {
-    return verdict("route", Finding{fmt::format("route/{}/{}-instead-of-{}", name, RouteReasonName(run.route->reason),
+    return verdict(kCheckNames[kRouteCheck], Finding{fmt::format("route/{}/{}-instead-of-{}", name, RouteReasonName(run.route->reason),
                                                 RouteReasonName(run.expected->reason)),
                                     fmt::format("{} reported route {}, the dispatch rules demand {}", name,
                                                 RouteText(*run.route), RouteText(*run.expected))});
   }
-  if (!verdict("route", std::nullopt)) return false;
+  if (!verdict(kCheckNames[kRouteCheck], std::nullopt)) return false;
 
   // written
   const Route& route = *run.route;
   for (size_t i = 0; i < elements; ++i) {
     if (run.output[i] == kOutputPoison || run.output[i] == kRunnerOutputPoison) {
-      return verdict("written", Finding{fmt::format("no-launch/{}/{}", name, TacticSignature(c, route.tactic)),
+      return verdict(kCheckNames[kWrittenCheck], Finding{fmt::format("no-launch/{}/{}", name, TacticSignature(c, route.tactic)),
                                         fmt::format("{} returned route {} but left element {} (of {}) unwritten",
                                                     name, RouteText(route), i, elements)});
     }
   }
-  if (!verdict("written", std::nullopt)) return false;
+  if (!verdict(kCheckNames[kWrittenCheck], std::nullopt)) return false;
 
   // bits
   absl::StatusOr<const std::vector<uint16_t>*> reference = Reference(c, route.variant, run.model, route.tactic);
   if (!reference.ok()) {
-    return verdict("bits", Finding{"reference/rejected-valid-case",
+    return verdict(kCheckNames[kBitsCheck], Finding{"reference/rejected-valid-case",
                                    fmt::format("ReferenceGemm: {}", reference.status().ToString())});
   }
   run.reference = **reference;
@@ -206,7 +198,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
     if (run.output[i] == run.reference[i]) continue;
     const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
     return verdict(
-        "bits",
+        kCheckNames[kBitsCheck],
         Finding{fmt::format("mismatch/{}{}/{}/{}", name == TransformName(route.variant) ? "" : name + "/",
                             TransformName(route.variant), TacticSignature(c, route.tactic),
                             ScaleClassOfColumn(c, row, column)),
@@ -216,7 +208,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
                             StepModelName(run.model), run.reference[i], f16_to_f32(run.reference[i]),
                             F16DistanceText(run.output[i], run.reference[i]), RouteText(route))});
   }
-  if (!verdict("bits", std::nullopt)) return false;
+  if (!verdict(kCheckNames[kBitsCheck], std::nullopt)) return false;
 
   // determinism: another tile order where the module has one, else the same launch again
   const Tactic again_tactic = module.ReorderedTactic(run.tactic).value_or(run.tactic);
@@ -227,7 +219,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
     while (first_difference < elements && second[first_difference] == run.output[first_difference]) {
       ++first_difference;
     }
-    return verdict("determinism",
+    return verdict(kCheckNames[kDeterminismCheck],
                    Finding{fmt::format("nondeterminism/{}/{}", name, TacticSignature(c, route.tactic)),
                            fmt::format("{}: the case again with tactic {} gave {}", name, TacticName(again_tactic),
                                        !again.ok()                       ? again.status().ToString()
@@ -238,7 +230,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
                                                                                        second[first_difference],
                                                                                        run.output[first_difference]))});
   }
-  if (!verdict("determinism", std::nullopt)) return false;
+  if (!verdict(kCheckNames[kDeterminismCheck], std::nullopt)) return false;
   return health();
 }
 
@@ -264,14 +256,14 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   // The claim the seed project made, checked directly (the bits check implies it).
   const bool differ = ordinary_bits != nullptr && folded_bits != nullptr && *ordinary_bits != *folded_bits;
   evaluation.verdicts.push_back(
-      {"cross-module", "",
+      {kCheckNames[kCrossModuleCheck], "",
        differ ? CheckResult(Finding{"mismatch/ordinary-vs-folded",
                                     "ordinary and folded kernels differ on an admitted layer"})
               : std::nullopt});
   if (differ) return evaluation;
   if (any_ran) ++cases_compared_;
   const double work = double(c.rows()) * double(c.n) * double(c.k);
-  if (!any_ran || work <= kCpuSideWork) evaluation.verdicts.push_back({"cpu-side", "", CheckCpuSide(c)});
+  if (!any_ran || work <= kCpuSideWork) evaluation.verdicts.push_back({kCheckNames[kCpuSideCheck], "", CheckCpuSide(c)});
   return evaluation;
 }
 

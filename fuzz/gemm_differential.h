@@ -32,6 +32,9 @@ inline constexpr uint16_t kOutputPoison = 0x7E5A;
 
 inline constexpr std::string_view kCheckNames[] = {"cpu-side", "route",  "written",     "bits",
                                                    "determinism", "health", "cross-module"};
+// Each check's index in kCheckNames: the differential names its verdicts through these.
+inline constexpr size_t kCpuSideCheck = 0, kRouteCheck = 1, kWrittenCheck = 2, kBitsCheck = 3, kDeterminismCheck = 4,
+                        kHealthCheck = 5, kCrossModuleCheck = 6;
 
 struct CheckVerdict {
   std::string_view check;  // one of kCheckNames

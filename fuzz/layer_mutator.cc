@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fuzz/mutation_sequence.h"
+#include "fuzz/tensor_recipe.h"
 #include "kernels/builtin_kernels.h"
+#include "kernels/tile_raster.h"
+#include "reference/scale_class.h"
 #include "reference/fp16.h"
 
 namespace mxdiff::fuzz {
 namespace {
 
-constexpr uint8_t kEdgeScaleBytes[] = {0, 1, 111, 112, 113, 114, 126, 127, 128, 129, 130, 141, 142, 143, 200, 254, 255};
 constexpr uint16_t kSpecialF16[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00,
                                     0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x4900, 0xC900};
 
@@ -35,16 +38,18 @@ float RoutingWeight(CaseRng& rng) {
 // Scale bytes of one of four kinds: the checkpoint's 114..126, the admitted 113..128, the
 // admission edges, anything.
 void FillScales(CaseRng& rng, std::vector<uint8_t>& scales) {
+  static const RawRange admitted = ScaleClassRange(ScaleClass::kAdmitted);
+  auto checkpoint = [&] { return uint8_t(Uniform(rng, kCheckpointScaleFirst, kCheckpointScaleLast)); };
   const int kind = Uniform(rng, 0, 5);
   for (uint8_t& raw : scales) {
     switch (kind) {
-      case 0: case 1: raw = uint8_t(Uniform(rng, 114, 126)); break;
-      case 2: raw = uint8_t(Uniform(rng, 113, 128)); break;
-      case 3: raw = OneIn(rng, 8) ? Pick(rng, kEdgeScaleBytes) : uint8_t(Uniform(rng, 114, 126)); break;
+      case 0: case 1: raw = checkpoint(); break;
+      case 2: raw = uint8_t(Uniform(rng, admitted.first, admitted.last)); break;
+      case 3: raw = OneIn(rng, 8) ? Pick(rng, kInterestingScaleBytes) : checkpoint(); break;
       default: raw = OneIn(rng, 2) ? uint8_t(rng()) : uint8_t(Uniform(rng, 110, 130)); break;
     }
   }
-  if (kind <= 1 && OneIn(rng, 4)) scales[rng() % scales.size()] = Pick(rng, kEdgeScaleBytes);  // one refused byte, maybe
+  if (kind <= 1 && OneIn(rng, 4)) scales[rng() % scales.size()] = Pick(rng, kInterestingScaleBytes);  // an edge, maybe
 }
 
 void FillCodes(CaseRng& rng, std::vector<uint8_t>& codes) {
@@ -77,23 +82,17 @@ void RandomRouting(CaseRng& rng, const LayerCase& c, LayerReplay& x) {
   for (uint16_t& a : x.activations) a = Activation(rng);
 }
 
-Tactic RandomTactic(CaseRng& rng) {
-  Tactic t;
-  if (OneIn(rng, 6)) {
-    static constexpr int kTiles[] = {1, 8, 16, 24, 32, 64, 128};
-    t.cta_m = Pick(rng, kTiles);
-    t.cta_n = Pick(rng, kTiles);
-    t.cta_k = 4 * Uniform(rng, 1, 64);
-  } else {
-    const CtaShape& shape = kCtaShapes[rng() % kCtaShapeCount];
-    t.cta_m = shape.m;
-    t.cta_n = shape.n;
-    t.cta_k = shape.k;
-  }
+// Mostly a builtin CTA shape (few splits, a swizzle the kernels take, past their limit in one of
+// ten); in one of six the GEMM mutator's tactic of the format's whole range (MapLayerTactic maps it).
+Tactic RandomLayerTactic(CaseRng& rng) {
+  if (OneIn(rng, 6)) return RandomTactic(rng);
+  const CtaShape& shape = kCtaShapes[rng() % kCtaShapeCount];
   static constexpr int kSplits[] = {1, 1, 2, 3, 4, 7, 16, 64, 256};
-  t.splits = Pick(rng, kSplits);
-  t.swizzle = OneIn(rng, 10) ? Uniform(rng, 5, 7) : Uniform(rng, 0, 4);
-  return t;
+  return Tactic{.cta_m = shape.m,
+                .cta_n = shape.n,
+                .cta_k = shape.k,
+                .splits = Pick(rng, kSplits),
+                .swizzle = OneIn(rng, 10) ? Uniform(rng, kMaxSwizzleLog2 + 1, kMaxSwizzle) : Uniform(rng, 0, kMaxSwizzleLog2)};
 }
 
 void RandomReplay(CaseRng& rng, const LayerCase& c, LayerReplay& x) {
@@ -135,82 +134,101 @@ LayerCase RandomLayerCase(CaseRng& rng, const LayerProfile& p) {
   RandomShape(rng, c, p);
   c.request = TransformRequest(Uniform(rng, 0, 2));
   c.policy = FallbackPolicy(Uniform(rng, 0, 1));
-  c.w13_tactic = RandomTactic(rng);
-  c.w2_tactic = RandomTactic(rng);
+  c.w13_tactic = RandomLayerTactic(rng);
+  c.w2_tactic = RandomLayerTactic(rng);
   c.w13_capacity = RandomCapacity(rng, c, c.w13_tactic.cta_m);
   c.w2_capacity = RandomCapacity(rng, c, c.w2_tactic.cta_m);
   return c;
 }
 
+namespace {
+
+void NewShape(LayerCase& c, CaseRng& rng, const LayerProfile& p) { RandomShape(rng, c, p); }
+void RequestPolicy(LayerCase& c, CaseRng& rng, const LayerProfile&) {
+  c.request = TransformRequest(Uniform(rng, 0, 2));
+  c.policy = FallbackPolicy(Uniform(rng, 0, 1));
+}
+void NewTactic(LayerCase& c, CaseRng& rng, const LayerProfile&) {
+  (OneIn(rng, 2) ? c.w13_tactic : c.w2_tactic) = RandomLayerTactic(rng);
+}
+void Capacity(LayerCase& c, CaseRng& rng, const LayerProfile&) {
+  c.w13_capacity = RandomCapacity(rng, c, c.w13_tactic.cta_m);
+  c.w2_capacity = RandomCapacity(rng, c, c.w2_tactic.cta_m);
+}
+void WeightScales(LayerCase& c, CaseRng& rng, const LayerProfile&) {
+  FillScales(rng, OneIn(rng, 2) ? c.w13_scales : c.w2_scales);
+}
+void WeightCodes(LayerCase& c, CaseRng& rng, const LayerProfile&) {
+  FillCodes(rng, OneIn(rng, 2) ? c.w13_codes : c.w2_codes);
+}
+// A new replay, or one fewer.
+void ReplayCount(LayerCase& c, CaseRng& rng, const LayerProfile& p) {
+  if (int(c.replays.size()) < p.max_replays && !OneIn(rng, 3)) {
+    LayerReplay x;
+    RandomReplay(rng, c, x);
+    c.replays.insert(c.replays.begin() + rng() % (c.replays.size() + 1), std::move(x));
+  } else if (c.replays.size() > 1) {
+    c.replays.erase(c.replays.begin() + rng() % c.replays.size());
+  }
+}
+// The same inputs twice in a row, or a replay's scales toggled.
+void RepeatOrToggleScales(LayerCase& c, CaseRng& rng, const LayerProfile& p) {
+  LayerReplay& x = c.replays[rng() % c.replays.size()];
+  if (int(c.replays.size()) < p.max_replays && OneIn(rng, 2)) {
+    c.replays.push_back(c.replays.back());
+  } else {
+    x.new_w13_scales = !x.new_w13_scales;
+    ResizeLayerReplay(c, x);
+    if (x.new_w13_scales) FillScales(rng, x.w13_scales);
+  }
+}
+// One routing entry or weight.
+void RoutingEntry(LayerCase& c, CaseRng& rng, const LayerProfile&) {
+  LayerReplay& x = c.replays[rng() % c.replays.size()];
+  if (x.expert_ids.empty()) return;
+  const size_t i = rng() % x.expert_ids.size();
+  if (OneIn(rng, 2)) {
+    x.expert_ids[i] = OneIn(rng, 4) ? int32_t(Uniform(rng, 0, 255)) : int32_t(rng() % c.shape.experts);
+  } else {
+    x.weights[i] = RoutingWeight(rng);
+  }
+}
+// fp16 specials into the activations.
+void ActivationSpecials(LayerCase& c, CaseRng& rng, const LayerProfile&) {
+  LayerReplay& x = c.replays[rng() % c.replays.size()];
+  for (int n = Uniform(rng, 1, 3); n > 0 && !x.activations.empty(); --n) {
+    x.activations[rng() % x.activations.size()] = Pick(rng, kSpecialF16);
+  }
+}
+void NewReplay(LayerCase& c, CaseRng& rng, const LayerProfile&) {
+  RandomReplay(rng, c, c.replays[rng() % c.replays.size()]);
+}
+
+// The mutations, one slot of 12 each (a name in two slots is drawn twice as often).
+constexpr NamedMutation<LayerCase, CaseRng, LayerProfile> kLayerMutations[12] = {
+    {"shape", NewShape},
+    {"request-policy", RequestPolicy},
+    {"tactic", NewTactic},
+    {"capacity", Capacity},
+    {"weight-scales", WeightScales},
+    {"weight-codes", WeightCodes},
+    {"replay-count", ReplayCount},
+    {"repeat-or-toggle-scales", RepeatOrToggleScales},
+    {"routing-entry", RoutingEntry},
+    {"activation-specials", ActivationSpecials},
+    {"replay", NewReplay},
+    {"replay", NewReplay},
+};
+
+}  // namespace
+
+std::vector<std::string_view> LayerMutationNames() {
+  return MutationNamesOf(kLayerMutations);
+}
+
 void MutateLayerCase(LayerCase& c, CaseRng& rng, const LayerProfile& p) {
   const int mutations = Uniform(rng, 1, 3);
-  for (int m = 0; m < mutations; ++m) {
-    switch (Uniform(rng, 0, 11)) {
-      case 0:
-        RandomShape(rng, c, p);
-        break;
-      case 1:
-        c.request = TransformRequest(Uniform(rng, 0, 2));
-        c.policy = FallbackPolicy(Uniform(rng, 0, 1));
-        break;
-      case 2:
-        (OneIn(rng, 2) ? c.w13_tactic : c.w2_tactic) = RandomTactic(rng);
-        break;
-      case 3:
-        c.w13_capacity = RandomCapacity(rng, c, c.w13_tactic.cta_m);
-        c.w2_capacity = RandomCapacity(rng, c, c.w2_tactic.cta_m);
-        break;
-      case 4:
-        FillScales(rng, OneIn(rng, 2) ? c.w13_scales : c.w2_scales);
-        break;
-      case 5:
-        FillCodes(rng, OneIn(rng, 2) ? c.w13_codes : c.w2_codes);
-        break;
-      case 6:  // a new replay, or one fewer
-        if (int(c.replays.size()) < p.max_replays && !OneIn(rng, 3)) {
-          LayerReplay x;
-          RandomReplay(rng, c, x);
-          c.replays.insert(c.replays.begin() + rng() % (c.replays.size() + 1), std::move(x));
-        } else if (c.replays.size() > 1) {
-          c.replays.erase(c.replays.begin() + rng() % c.replays.size());
-        }
-        break;
-      case 7: {  // the same inputs twice in a row, or a replay's scales toggled
-        LayerReplay& x = c.replays[rng() % c.replays.size()];
-        if (int(c.replays.size()) < p.max_replays && OneIn(rng, 2)) {
-          c.replays.push_back(c.replays.back());
-        } else {
-          x.new_w13_scales = !x.new_w13_scales;
-          ResizeLayerReplay(c, x);
-          if (x.new_w13_scales) FillScales(rng, x.w13_scales);
-        }
-        break;
-      }
-      case 8: {  // one routing entry or weight
-        LayerReplay& x = c.replays[rng() % c.replays.size()];
-        if (x.expert_ids.empty()) break;
-        const size_t i = rng() % x.expert_ids.size();
-        if (OneIn(rng, 2)) {
-          x.expert_ids[i] = OneIn(rng, 4) ? int32_t(Uniform(rng, 0, 255)) : int32_t(rng() % c.shape.experts);
-        } else {
-          x.weights[i] = RoutingWeight(rng);
-        }
-        break;
-      }
-      case 9: {  // fp16 specials into the activations
-        LayerReplay& x = c.replays[rng() % c.replays.size()];
-        for (int n = Uniform(rng, 1, 3); n > 0 && !x.activations.empty(); --n) {
-          x.activations[rng() % x.activations.size()] = Pick(rng, kSpecialF16);
-        }
-        break;
-      }
-      default: {
-        LayerReplay& x = c.replays[rng() % c.replays.size()];
-        RandomReplay(rng, c, x);
-        break;
-      }
-    }
-  }
+  for (int m = 0; m < mutations; ++m) ApplyMutation(kLayerMutations[Uniform(rng, 0, 11)], c, rng, p);
   ResizeLayerCase(c);
 }
 
@@ -218,12 +236,16 @@ size_t MutateEncodedLayerCase(uint8_t* data, size_t size, size_t max_size, unsig
   CaseRng rng(seed);
   absl::StatusOr<LayerCase> decoded = DecodeLayerCase(std::span<const uint8_t>(data, size));
   LayerCase c = decoded.ok() ? *std::move(decoded) : RandomLayerCase(rng, p);
+  StartMutationSequence(std::span<const uint8_t>(data, size));
   for (int attempt = 0; attempt < 8; ++attempt) {
+    RestartMutationSequence();
+    if (!decoded.ok() || attempt > 3) RecordMutation("random-case");
     LayerCase mutated = c;
     MutateLayerCase(mutated, rng, p);
     absl::StatusOr<std::vector<uint8_t>> bytes = EncodeLayerCase(mutated);
     if (bytes.ok() && bytes->size() <= max_size) {
       std::memcpy(data, bytes->data(), bytes->size());
+      FinishMutationSequence(*bytes);
       return bytes->size();
     }
     if (attempt >= 3) c = RandomLayerCase(rng, LayerProfile{64, 32, 2, 2, 1, 1});  // the smallest kind

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "fuzz/case_mutator.h"
 #include "fuzz/layer_case_format.h"
@@ -28,6 +30,9 @@ void MutateLayerCase(LayerCase& c, CaseRng& rng, const LayerProfile& profile);
 
 // LLVMFuzzerCustomMutator's body: an undecodable input becomes a random case. Returns the new
 // size (at most max_size; 0 if no case that small exists).
+// The names of the mutations MutateLayerCase draws from, each once (fuzz/mutation_sequence.h).
+std::vector<std::string_view> LayerMutationNames();
+
 size_t MutateEncodedLayerCase(uint8_t* data, size_t size, size_t max_size, unsigned seed, const LayerProfile& profile);
 
 }  // namespace mxdiff::fuzz

@@ -2,8 +2,10 @@
 
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include "fmt/format.h"
+#include "fuzz/fuzz_rules.h"
 #include "fuzz/layer_compare.h"
 #include "kernels/builtin_kernels.h"
 #include "reference/admission.h"
@@ -19,14 +21,6 @@ std::string CodeName(absl::StatusCode code) {
     case absl::StatusCode::kResourceExhausted: return "resource-exhausted";
     default: return "error";
   }
-}
-
-std::string RouteText(const Route& r) {
-  return fmt::format("{} ({}) {}", TransformName(r.variant), RouteReasonName(r.reason), TacticName(r.tactic));
-}
-
-bool SameRoute(const Route& a, const Route& b) {
-  return a.variant == b.variant && a.reason == b.reason && a.tactic == b.tactic;
 }
 
 // What one replay must give, from the CPU alone.
@@ -130,9 +124,12 @@ bool SameConfig(const MoeLayerConfig& a, const MoeLayerConfig& b) {
 
 Tactic MapLayerTactic(const Tactic& tactic) {
   if (CtaShapeIndex(tactic) >= 0) return tactic;
-  const CtaShape& shape = kCtaShapes[size_t(tactic.cta_m + tactic.cta_n + tactic.cta_k) % kCtaShapeCount];
-  return Tactic{.cta_m = shape.m, .cta_n = shape.n, .cta_k = shape.k, .splits = tactic.splits,
-                .swizzle = tactic.swizzle};
+  static const std::vector<Tactic> built = [] {
+    std::vector<Tactic> tactics;
+    for (const CtaShape& shape : kCtaShapes) tactics.push_back(Tactic{.cta_m = shape.m, .cta_n = shape.n, .cta_k = shape.k});
+    return tactics;
+  }();
+  return PickBuiltTactic(tactic, built);
 }
 
 LayerDifferential::LayerDifferential(bool use_device)

@@ -140,167 +140,236 @@ double ModelErrorBound(double abs_sum, int steps, int splits) {
   return (28.0 * steps + 4.0 * splits + 4.0) * kUnit * abs_sum + (steps + splits) * 0x1p-124;
 }
 
-CheckResult CheckReferenceCase(const FuzzCase& c) {
-  if (CheckResult finding = CheckAgainstIndependentArithmetic(c)) return finding;
-  CountPlan(c.k, c.tactic.cta_k, c.tactic.splits);
-  if (CheckResult finding = CheckPlan(c.k, c.tactic)) return finding;
-  if (c.rows() == 0) return std::nullopt;
+namespace {
 
-  const GroupedProblem problem = c.Problem();
+// The reference's fp32 output of a case under its own settings, which most checks judge.
+struct ReferenceRun {
+  GroupedProblem problem;
   ReferenceOptions options;
-  options.transform = ReferenceTransform(c);
-  options.model = c.model;
-  options.tactic = c.tactic;
-  options.threads = 1;
   std::vector<uint32_t> out_f32;
-  if (absl::Status status = ReferenceGemmF32(problem, options, out_f32); !status.ok()) {
+  size_t elements = 0;
+  int splits = 0;
+  std::string setting;  // the settings in words, for the findings
+};
+
+// The run, or the finding that the reference refused a valid case.
+CheckResult RunReference(const FuzzCase& c, ReferenceRun& run) {
+  run.problem = c.Problem();
+  run.options.transform = ReferenceTransform(c);
+  run.options.model = c.model;
+  run.options.tactic = c.tactic;
+  run.options.threads = 1;
+  if (absl::Status status = ReferenceGemmF32(run.problem, run.options, run.out_f32); !status.ok()) {
     return Finding{"reference/rejected-valid-case",
                    fmt::format("ReferenceGemmF32 rejected a valid case: {}", status.ToString())};
   }
-  const size_t elements = size_t(c.rows()) * size_t(c.n);
-  if (out_f32.size() != elements) {
-    return Finding{"reference/output-size", fmt::format("{} outputs for {} elements", out_f32.size(), elements)};
+  run.elements = size_t(c.rows()) * size_t(c.n);
+  if (run.out_f32.size() != run.elements) {
+    return Finding{"reference/output-size", fmt::format("{} outputs for {} elements", run.out_f32.size(), run.elements)};
   }
-  // The fast (vectorized) path against the scalar one: two implementations of one definition.
-  {
-    ReferenceOptions scalar_options = options;
-    scalar_options.path = ReferencePath::kScalar;
-    std::vector<uint32_t> scalar_f32;
-    if (absl::Status status = ReferenceGemmF32(problem, scalar_options, scalar_f32); !status.ok()) {
-      return Finding{"reference/rejected-valid-case", fmt::format("scalar path: {}", status.ToString())};
+  run.splits = effective_splits(c.k, c.tactic.cta_k, c.tactic.splits);
+  run.setting = fmt::format("{} {} tactic {} ({} effective splits)", TransformName(run.options.transform),
+                            StepModelName(c.model), TacticName(c.tactic), run.splits);
+  return std::nullopt;
+}
+
+// The fast (vectorized) path against the scalar one: two implementations of one definition.
+CheckResult CheckFastVsScalar(const FuzzCase& c, const ReferenceRun& run) {
+  ReferenceOptions scalar_options = run.options;
+  scalar_options.path = ReferencePath::kScalar;
+  std::vector<uint32_t> scalar_f32;
+  if (absl::Status status = ReferenceGemmF32(run.problem, scalar_options, scalar_f32); !status.ok()) {
+    return Finding{"reference/rejected-valid-case", fmt::format("scalar path: {}", status.ToString())};
+  }
+  for (size_t i = 0; i < run.elements && i < scalar_f32.size(); ++i) {
+    if (scalar_f32[i] != run.out_f32[i]) {
+      return Finding{fmt::format("reference/fast-vs-scalar/{}", StepModelName(c.model)),
+                     fmt::format("element {}: default path 0x{:08x}, scalar path 0x{:08x} ({} {}, tactic {})", i,
+                                 run.out_f32[i], scalar_f32[i], TransformName(run.options.transform),
+                                 StepModelName(c.model), TacticName(c.tactic))};
     }
-    for (size_t i = 0; i < elements && i < scalar_f32.size(); ++i) {
-      if (scalar_f32[i] != out_f32[i]) {
-        return Finding{fmt::format("reference/fast-vs-scalar/{}", StepModelName(c.model)),
-                       fmt::format("element {}: default path 0x{:08x}, scalar path 0x{:08x} ({} {}, tactic {})", i,
-                                   out_f32[i], scalar_f32[i], TransformName(options.transform),
-                                   StepModelName(c.model), TacticName(c.tactic))};
+  }
+  return std::nullopt;
+}
+
+// The trace lists each split's steps in ascending k over exactly the split's range.
+CheckResult CheckTraceOrder(const FuzzCase& c, const ReferenceRun& run, const ElementTrace& trace) {
+  int split = 0, next_k = split_k_range(c.k, c.tactic.cta_k, c.tactic.splits, 0).begin;
+  for (const TraceStep& step : trace.steps) {
+    if (step.k < 0) continue;
+    if (step.split != split) {
+      if (step.split != split + 1 || next_k != split_k_range(c.k, c.tactic.cta_k, c.tactic.splits, split).end) {
+        return Finding{"reference/trace-order", fmt::format("trace enters split {} at k {} after split {} "
+                                                            "stopped at k {}; {}",
+                                                            step.split, step.k, split, next_k, run.setting)};
       }
+      split = step.split;
+      next_k = split_k_range(c.k, c.tactic.cta_k, c.tactic.splits, split).begin;
     }
+    if (step.k != next_k) {
+      return Finding{"reference/trace-order",
+                     fmt::format("split {} steps at k {}, expected {}; {}", split, step.k, next_k, run.setting)};
+    }
+    next_k += 4;
   }
-  // Stacked oracle: a few elements recomputed from the public pieces, and one traced.
-  const int splits = effective_splits(c.k, c.tactic.cta_k, c.tactic.splits);
-  const std::string setting = fmt::format("{} {} tactic {} ({} effective splits)", TransformName(options.transform),
-                                          StepModelName(c.model), TacticName(c.tactic), splits);
+  if (split != run.splits - 1 || next_k != c.k) {
+    return Finding{"reference/trace-order", fmt::format("trace ends in split {} at k {} (K = {}, {} splits); {}", split,
+                                                        next_k, c.k, run.splits, run.setting)};
+  }
+  return std::nullopt;
+}
+
+// The trace of one element agrees with the output, and its steps are in order.
+CheckResult CheckTrace(const FuzzCase& c, const ReferenceRun& run, ElementIndex e, size_t flat) {
+  absl::StatusOr<ElementTrace> trace = TraceElement(run.problem, run.options, e.row, e.column);
+  if (!trace.ok() || trace->result_f32 != run.out_f32[flat] ||
+      trace->result_f16 != f32_to_f16_rne(bits_to_f32(run.out_f32[flat]))) {
+    return Finding{"reference/trace-result",
+                   fmt::format("{}: trace {} disagrees with the output 0x{:08x}; {}", ElementText(c, e),
+                               trace.ok() ? fmt::format("0x{:08x}", trace->result_f32) : trace.status().ToString(),
+                               run.out_f32[flat], run.setting)};
+  }
+  return CheckTraceOrder(c, run, *trace);
+}
+
+// Stacked oracle: a few elements recomputed from the public pieces, and one traced (in a quarter
+// of the cases: each trace builds a plan of its own).
+CheckResult CheckRecompute(const FuzzCase& c, const ReferenceRun& run) {
   for (int i = 0; i < kRecomputedElements; ++i) {
+    const size_t elements = run.elements;
     const size_t flat = (i == 0 ? 0 : i == 1 ? elements - 1 : (size_t(i) * 7919u + c.activations.size()) % elements);
     const ElementIndex e{int(flat / size_t(c.n)), int(flat % size_t(c.n))};
-    const uint32_t expected = RecomputeElement(c, options.transform, c.model, c.tactic, e.row, e.column);
-    if (expected != out_f32[flat]) {
-      return Finding{fmt::format("reference/recompute/{}/s{}", StepModelName(c.model), splits > 2 ? 3 : splits),
+    const uint32_t expected = RecomputeElement(c, run.options.transform, c.model, c.tactic, e.row, e.column);
+    if (expected != run.out_f32[flat]) {
+      return Finding{fmt::format("reference/recompute/{}/s{}", StepModelName(c.model), run.splits > 2 ? 3 : run.splits),
                      fmt::format("{}: reference 0x{:08x} ({}), step-by-step recomputation 0x{:08x} ({}); {}",
-                                 ElementText(c, e), out_f32[flat], bits_to_f32(out_f32[flat]), expected,
-                                 bits_to_f32(expected), setting)};
+                                 ElementText(c, e), run.out_f32[flat], bits_to_f32(run.out_f32[flat]), expected,
+                                 bits_to_f32(expected), run.setting)};
     }
-    // The trace of one element in four cases (each trace builds a plan of its own).
     if (i != 0 || (c.activations[0] & 3) != 0) continue;
-    absl::StatusOr<ElementTrace> trace = TraceElement(problem, options, e.row, e.column);
-    if (!trace.ok() || trace->result_f32 != out_f32[flat] ||
-        trace->result_f16 != f32_to_f16_rne(bits_to_f32(out_f32[flat]))) {
-      return Finding{"reference/trace-result",
-                     fmt::format("{}: trace {} disagrees with the output 0x{:08x}; {}", ElementText(c, e),
-                                 trace.ok() ? fmt::format("0x{:08x}", trace->result_f32) : trace.status().ToString(),
-                                 out_f32[flat], setting)};
-    }
-    // The trace lists each split's steps in ascending k over exactly the split's range.
-    int split = 0, next_k = split_k_range(c.k, c.tactic.cta_k, c.tactic.splits, 0).begin;
-    for (const TraceStep& step : trace->steps) {
-      if (step.k < 0) continue;
-      if (step.split != split) {
-        if (step.split != split + 1 || next_k != split_k_range(c.k, c.tactic.cta_k, c.tactic.splits, split).end) {
-          return Finding{"reference/trace-order", fmt::format("trace enters split {} at k {} after split {} "
-                                                              "stopped at k {}; {}",
-                                                              step.split, step.k, split, next_k, setting)};
-        }
-        split = step.split;
-        next_k = split_k_range(c.k, c.tactic.cta_k, c.tactic.splits, split).begin;
-      }
-      if (step.k != next_k) {
-        return Finding{"reference/trace-order",
-                       fmt::format("split {} steps at k {}, expected {}; {}", split, step.k, next_k, setting)};
-      }
-      next_k += 4;
-    }
-    if (split != splits - 1 || next_k != c.k) {
-      return Finding{"reference/trace-order",
-                     fmt::format("trace ends in split {} at k {} (K = {}, {} splits); {}", split, next_k, c.k, splits,
-                                 setting)};
+    if (CheckResult finding = CheckTrace(c, run, e, flat)) return finding;
+  }
+  return std::nullopt;
+}
+
+// One element of the model against the exact model: within the bound, specials kept.
+CheckResult CheckElementBound(const FuzzCase& c, const ReferenceRun& run, const std::vector<uint32_t>& exact_f32,
+                              const std::vector<uint16_t>& weights, ElementIndex e) {
+  const size_t flat = size_t(e.row) * size_t(c.n) + size_t(e.column);
+  const uint16_t* activations = c.activations.data() + size_t(e.row) * size_t(c.k);
+  // abs_sum bounds every term's magnitude. The V100 alignment counts a subnormal fp16 factor at
+  // 2^-14 (reference/gemm_plan.h), so there the terms count at that size.
+  double abs_sum = 0.0, sum = 0.0;
+  for (int kk = 0; kk < c.k; ++kk) {
+    const double a = f16_to_f32(activations[kk]), w = f16_to_f32(weights[kk]);
+    const double product = a * w;
+    sum += product;
+    if (c.model == StepModel::kV100 && product != 0.0) {
+      abs_sum += std::max(std::fabs(a), 0x1p-14) * std::max(std::fabs(w), 0x1p-14);
+    } else {
+      abs_sum += std::fabs(product);
     }
   }
+  const float got = bits_to_f32(run.out_f32[flat]), exact = bits_to_f32(exact_f32[flat]);
+  if (!std::isfinite(sum)) {
+    // Specials: NaN stays NaN, an infinity of one sign stays that infinity; the V100 model skips
+    // zero products, so 0 x Inf is its own business.
+    if (c.model == StepModel::kV100) return std::nullopt;
+    const bool ok = std::isnan(sum) ? (std::isnan(got) && std::isnan(exact)) : (got == sum && exact == sum);
+    if (ok) return std::nullopt;
+    return Finding{fmt::format("reference/specials/{}", StepModelName(c.model)),
+                   fmt::format("{}: real sum {}, model {}, exact {}; {}", ElementText(c, e), sum, got, exact, run.setting)};
+  }
+  const double bound = ModelErrorBound(abs_sum, c.k / 4, run.splits);
+  if (std::isfinite(got) && std::isfinite(exact) && std::fabs(double(got) - double(exact)) <= bound) return std::nullopt;
+  return Finding{fmt::format("reference/exact-bound/{}", StepModelName(c.model)),
+                 fmt::format("{}: model {} ({:a}), exact {} ({:a}), difference {:a} exceeds the bound {:a} "
+                             "(sum of |products| {:a}); {}",
+                             ElementText(c, e), got, got, exact, exact, double(got) - double(exact), bound, abs_sum,
+                             run.setting)};
+}
 
-  // The model against the exact model, within the bound.
-  if (c.model != StepModel::kExact) {
-    ReferenceOptions exact_options = options;
-    exact_options.model = StepModel::kExact;
-    std::vector<uint32_t> exact_f32;
-    if (absl::Status status = ReferenceGemmF32(problem, exact_options, exact_f32); !status.ok()) {
-      return Finding{"reference/rejected-valid-case", fmt::format("exact model: {}", status.ToString())};
-    }
-    for (int g = 0; g < c.groups; ++g) {
-      for (int column = 0; column < c.n && c.row_offsets[g] < c.row_offsets[g + 1]; ++column) {
-        const std::vector<uint16_t> weights = WeightColumn(c, options.transform, c.row_offsets[g], column);
-        for (int row = c.row_offsets[g]; row < c.row_offsets[g + 1]; ++row) {
-          const ElementIndex e{row, column};
-          const size_t flat = size_t(row) * size_t(c.n) + size_t(column);
-          const uint16_t* activations = c.activations.data() + size_t(row) * size_t(c.k);
-          // abs_sum bounds every term's magnitude. The V100 alignment counts a subnormal fp16
-          // factor at 2^-14 (reference/gemm_plan.h), so there the terms count at that size.
-          double abs_sum = 0.0, sum = 0.0;
-          for (int kk = 0; kk < c.k; ++kk) {
-            const double a = f16_to_f32(activations[kk]), w = f16_to_f32(weights[kk]);
-            const double product = a * w;
-            sum += product;
-            if (c.model == StepModel::kV100 && product != 0.0) {
-              abs_sum += std::max(std::fabs(a), 0x1p-14) * std::max(std::fabs(w), 0x1p-14);
-            } else {
-              abs_sum += std::fabs(product);
-            }
-          }
-          const float got = bits_to_f32(out_f32[flat]), exact = bits_to_f32(exact_f32[flat]);
-          if (!std::isfinite(sum)) {
-            // Specials: NaN stays NaN, an infinity of one sign stays that infinity; the V100 model
-            // skips zero products, so 0 x Inf is its own business.
-            if (c.model == StepModel::kV100) continue;
-            const bool ok = std::isnan(sum) ? (std::isnan(got) && std::isnan(exact)) : (got == sum && exact == sum);
-            if (!ok) {
-              return Finding{fmt::format("reference/specials/{}", StepModelName(c.model)),
-                             fmt::format("{}: real sum {}, model {}, exact {}; {}", ElementText(c, e), sum, got, exact,
-                                         setting)};
-            }
-            continue;
-          }
-          const double bound = ModelErrorBound(abs_sum, c.k / 4, splits);
-          if (!std::isfinite(got) || !std::isfinite(exact) || std::fabs(double(got) - double(exact)) > bound) {
-            return Finding{fmt::format("reference/exact-bound/{}", StepModelName(c.model)),
-                           fmt::format("{}: model {} ({:a}), exact {} ({:a}), difference {:a} exceeds the bound {:a} "
-                                       "(sum of |products| {:a}); {}",
-                                       ElementText(c, e), got, got, exact, exact, double(got) - double(exact), bound,
-                                       abs_sum, setting)};
-          }
+// The model against the exact model, within the bound.
+CheckResult CheckExactBound(const FuzzCase& c, const ReferenceRun& run) {
+  if (c.model == StepModel::kExact) return std::nullopt;
+  ReferenceOptions exact_options = run.options;
+  exact_options.model = StepModel::kExact;
+  std::vector<uint32_t> exact_f32;
+  if (absl::Status status = ReferenceGemmF32(run.problem, exact_options, exact_f32); !status.ok()) {
+    return Finding{"reference/rejected-valid-case", fmt::format("exact model: {}", status.ToString())};
+  }
+  for (int g = 0; g < c.groups; ++g) {
+    for (int column = 0; column < c.n && c.row_offsets[g] < c.row_offsets[g + 1]; ++column) {
+      const std::vector<uint16_t> weights = WeightColumn(c, run.options.transform, c.row_offsets[g], column);
+      for (int row = c.row_offsets[g]; row < c.row_offsets[g + 1]; ++row) {
+        if (CheckResult finding = CheckElementBound(c, run, exact_f32, weights, ElementIndex{row, column})) {
+          return finding;
         }
       }
     }
   }
+  return std::nullopt;
+}
 
-  // The same partition under another tactic: identical bits.
-  ReferenceOptions other_options = options;
+// The same partition under another tactic: identical bits.
+CheckResult CheckPartitionBits(const FuzzCase& c, const ReferenceRun& run) {
+  ReferenceOptions other_options = run.options;
   other_options.tactic = SamePartitionTactic(c);
   std::vector<uint32_t> other_f32;
-  if (absl::Status status = ReferenceGemmF32(problem, other_options, other_f32); !status.ok()) {
+  if (absl::Status status = ReferenceGemmF32(run.problem, other_options, other_f32); !status.ok()) {
     return Finding{"reference/rejected-valid-case", fmt::format("tactic {}: {}", TacticName(other_options.tactic),
                                                                 status.ToString())};
   }
-  for (size_t flat = 0; flat < elements; ++flat) {
-    if (other_f32[flat] != out_f32[flat]) {
+  for (size_t flat = 0; flat < run.elements; ++flat) {
+    if (other_f32[flat] != run.out_f32[flat]) {
       const ElementIndex e{int(flat / size_t(c.n)), int(flat % size_t(c.n))};
       return Finding{fmt::format("reference/partition-bits/{}", StepModelName(c.model)),
                      fmt::format("{}: tactic {} gives 0x{:08x}, tactic {} with the same split partition gives "
                                  "0x{:08x}; {}",
-                                 ElementText(c, e), TacticName(c.tactic), out_f32[flat],
-                                 TacticName(other_options.tactic), other_f32[flat], setting)};
+                                 ElementText(c, e), TacticName(c.tactic), run.out_f32[flat],
+                                 TacticName(other_options.tactic), other_f32[flat], run.setting)};
     }
   }
   return std::nullopt;
+}
+
+// The checks on the reference's run, in the order they run (each after the run succeeded).
+using RunCheck = CheckResult (*)(const FuzzCase&, const ReferenceRun&);
+constexpr std::pair<std::string_view, RunCheck> kRunChecks[] = {
+    {"fast-vs-scalar", CheckFastVsScalar},
+    {"recompute", CheckRecompute},
+    {"exact-bound", CheckExactBound},
+    {"partition-bits", CheckPartitionBits},
+};
+
+}  // namespace
+
+std::vector<std::string_view> ReferenceCheckNames() {
+  std::vector<std::string_view> names = {"independent-arithmetic", "plan", "reference-run"};
+  for (const auto& check : kRunChecks) names.push_back(check.first);
+  return names;
+}
+
+std::vector<Finding> ReferenceFindings(const FuzzCase& c) {
+  std::vector<Finding> findings;
+  if (CheckResult finding = CheckAgainstIndependentArithmetic(c)) findings.push_back(*finding);
+  CountPlan(c.k, c.tactic.cta_k, c.tactic.splits);
+  if (CheckResult finding = CheckPlan(c.k, c.tactic)) findings.push_back(*finding);
+  if (c.rows() == 0) return findings;
+  ReferenceRun run;
+  if (CheckResult finding = RunReference(c, run)) {
+    findings.push_back(*finding);
+    return findings;
+  }
+  for (const auto& [name, check] : kRunChecks) {
+    if (CheckResult finding = check(c, run)) findings.push_back(*finding);
+  }
+  return findings;
+}
+
+CheckResult CheckReferenceCase(const FuzzCase& c) {
+  const std::vector<Finding> findings = ReferenceFindings(c);
+  return findings.empty() ? std::nullopt : CheckResult(findings.front());
 }
 
 }  // namespace mxdiff::fuzz

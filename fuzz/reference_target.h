@@ -10,11 +10,20 @@
 //  - the shared rules against independent arithmetic (fuzz/independent_checks.h).
 #pragma once
 
+#include <string_view>
+#include <vector>
+
 #include "fuzz/case_format.h"
 #include "fuzz/findings.h"
 
 namespace mxdiff::fuzz {
 
+// The checks, each its own function, in the order they run: independent-arithmetic, plan,
+// reference-run (the reference refused a valid case), then on its output fast-vs-scalar,
+// recompute (with the trace), exact-bound and partition-bits. Every finding is kept.
+std::vector<std::string_view> ReferenceCheckNames();
+std::vector<Finding> ReferenceFindings(const FuzzCase& fuzz_case);
+// The first of ReferenceFindings.
 CheckResult CheckReferenceCase(const FuzzCase& fuzz_case);
 
 // The transform fuzz_reference and fuzz_gemm's CPU side run for a case: folded only on an

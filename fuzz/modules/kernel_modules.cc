@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fuzz/fuzz_rules.h"
 #include "reference/admission.h"
 
 namespace mxdiff::fuzz {
@@ -68,12 +69,7 @@ class KernelModule final : public GemmModule {
   Tactic MapTactic(const FuzzCase& c) const override {
     const KernelRegistry& registry = runner_->registry();
     if (registry.Has(c.tactic, Transform::kOrdinary)) return c.tactic;
-    const std::vector<Tactic> tactics = registry.OrdinaryTactics();
-    if (tactics.empty()) return c.tactic;
-    Tactic mapped = tactics[size_t(c.tactic.cta_m + c.tactic.cta_n + c.tactic.cta_k) % tactics.size()];
-    mapped.splits = c.tactic.splits;
-    mapped.swizzle = c.tactic.swizzle;
-    return mapped;
+    return PickBuiltTactic(c.tactic, registry.OrdinaryTactics());
   }
 
   absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,

@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "fuzz/mutation_sequence.h"
 #include "fuzz/target_driver.h"
 #include "gtest/gtest.h"
 #include "reference/split_plan.h"
@@ -261,6 +262,43 @@ TEST(CaseMutator, PickSiteFindsTheFirstRowAfterAnEmptyExpert) {
   EXPECT_GT(first_rows[c.row_offsets[3]] + first_rows[c.row_offsets[5]], 3000 / 4);
   EXPECT_GT(last_column, 3000 / 8);
   EXPECT_GT(split_tails, 3000 / 8);
+}
+
+// Every encoded mutation records the names of the mutations that produced it (libFuzzer's
+// mutation sequence), for that output only; over many mutations every name of the table shows.
+TEST(CaseMutator, RecordsTheNamedMutationsThatProducedEachInput) {
+  CaseRng rng(mxdiff::testing::TestSeed());
+  const std::vector<std::string_view> table = CaseMutationNames();
+  std::set<std::string_view> known(table.begin(), table.end());
+  for (std::string_view extra : {"random-case", "real-shape", "activation-bytes", "fit-max-len"}) known.insert(extra);
+  std::set<std::string> seen;
+  std::vector<uint8_t> buffer(40960);
+  size_t size = 0;
+  for (int i = 0; i < 600; ++i) {
+    const size_t mutated = MutateEncodedCase(buffer.data(), size, buffer.size(), unsigned(rng()), kGemmProfile,
+                                             [](uint8_t*, size_t n, size_t) { return n; });
+    if (mutated == 0) continue;
+    size = mutated;
+    const std::string sequence = MutationSequenceOf(std::span<const uint8_t>(buffer.data(), size));
+    ASSERT_FALSE(sequence.empty()) << "mutation " << i;
+    std::vector<uint8_t> other(buffer.begin(), buffer.begin() + long(size));
+    other.back() ^= 1;
+    EXPECT_EQ(MutationSequenceOf(other), "") << "another input has no sequence";
+    // Names may hold '-' themselves: split on the known names.
+    for (size_t at = 0; at < sequence.size();) {
+      std::string_view name;
+      for (std::string_view candidate : known) {
+        if (sequence.compare(at, candidate.size(), candidate) == 0 && candidate.size() > name.size() &&
+            (at + candidate.size() == sequence.size() || sequence[at + candidate.size()] == '-')) {
+          name = candidate;
+        }
+      }
+      ASSERT_FALSE(name.empty()) << "unknown mutation at " << at << " of " << sequence;
+      seen.insert(std::string(name));
+      at += name.size() + 1;
+    }
+  }
+  for (std::string_view name : table) EXPECT_TRUE(seen.contains(std::string(name))) << name << " never drawn";
 }
 
 }  // namespace

@@ -1,18 +1,16 @@
-// Replays every corpus file through its target's property, in sorted order (CPU side; the GPU
-// side of fuzz_gemm is corpus_gpu_replay_test.cc). corpus/regressions/ holds findings named
-// <target>.<signature>.<hash>.case: each goes through the target that found it.
+// Replays every corpus file through its registered target's checks (fuzz/fuzz_target.h), in
+// sorted order: every cpu target, and fuzz_gemm's CPU side (the reference and the example external
+// kernel; its GPU side is corpus_gpu_replay_test.cc, fuzz_layer's is fuzz_layer_corpus_replay).
+// corpus/regressions/ holds findings named <target>.<signature>.<hash>.case: each goes through
+// the target that found it.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
-#include <map>
+#include <string>
+#include <vector>
 
-#include "fuzz/dispatch_target.h"
-#include "fuzz/gemm_differential.h"
-#include "fuzz/modules/external_module.h"
-#include "fuzz/reference_target.h"
-#include "fuzz/transform_target.h"
+#include "fuzz/fuzz_target.h"
 #include "gtest/gtest.h"
 
 namespace mxdiff::fuzz {
@@ -32,68 +30,57 @@ std::vector<fs::path> CorpusFiles(const std::string& folder) {
   return files;
 }
 
-FuzzCase ReadCase(const fs::path& file) {
+std::vector<uint8_t> ReadFile(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  absl::StatusOr<FuzzCase> decoded = DecodeCase(bytes);
-  EXPECT_TRUE(decoded.ok()) << file << ": " << decoded.status();
-  return decoded.ok() ? *decoded : FuzzCase{};
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-using Check = std::function<CheckResult(const FuzzCase&)>;
-
-CheckResult GemmCpuSide(const FuzzCase& c) {
-  static GemmDifferential* differential = [] {
-    std::vector<std::unique_ptr<GemmModule>> modules;
-    absl::StatusOr<std::unique_ptr<GemmModule>> example = LoadExternalModule(MXDIFF_EXAMPLE_KERNEL);
-    if (example.ok()) {
-      modules.push_back(*std::move(example));
-    } else {
-      ADD_FAILURE() << example.status();
-    }
-    return new GemmDifferential(std::move(modules));
-  }();
-  return differential->CheckCase(c);
+// The targets replayed here: fuzz_gemm with the example external kernel only (its CPU side).
+bool ReplayedHere(const FuzzTarget& target) {
+  if (target.name == "fuzz_gemm") {
+    static const bool initialized = [&] {
+      const std::string external = std::string("--external=") + MXDIFF_EXAMPLE_KERNEL;
+      const std::string_view args[] = {"corpus_replay_test", "--modules=external", external};
+      target.initialize(std::span<const std::string_view>(args));
+      return true;
+    }();
+    return initialized;
+  }
+  return target.options.kind == "cpu";
 }
 
-const std::map<std::string, Check>& Targets() {
-  static const std::map<std::string, Check> targets = {
-      {"fuzz_transform", CheckTransformCase},
-      {"fuzz_dispatch", CheckDispatchCase},
-      {"fuzz_reference", CheckReferenceCase},
-      {"fuzz_gemm", GemmCpuSide},
-  };
-  return targets;
-}
-
-void Replay(const std::string& folder, const Check& check) {
-  const std::vector<fs::path> files = CorpusFiles(folder);
-  ASSERT_FALSE(files.empty()) << "corpus/" << folder << "/ is empty: every corpus folder needs seeds";
-  for (const fs::path& file : files) {
-    const CheckResult finding = check(ReadCase(file));
-    EXPECT_FALSE(finding.has_value()) << file << ": " << finding->signature << "\n" << finding->description;
+// Every finding of every check on `file`, as a test failure; false when it does not decode.
+void ExpectClean(const FuzzTarget& target, const fs::path& file) {
+  const InputFindings findings = target.check(ReadFile(file), /*fresh=*/false);
+  ASSERT_TRUE(findings.has_value()) << file << ": not an input of " << target.name;
+  for (const Finding& finding : *findings) {
+    ADD_FAILURE() << file << " (" << target.name << "): " << finding.signature << "\n" << finding.description;
   }
 }
 
-TEST(CorpusReplay, FuzzTransform) { Replay("fuzz_transform", CheckTransformCase); }
-TEST(CorpusReplay, FuzzDispatch) { Replay("fuzz_dispatch", CheckDispatchCase); }
-TEST(CorpusReplay, FuzzReference) { Replay("fuzz_reference", CheckReferenceCase); }
-TEST(CorpusReplay, FuzzGemmCpuSide) {
-  std::printf("fuzz_gemm replay here checks the CPU side only (reference, example external kernel); the GPU "
-              "side is fuzz_gpu_test\n");
-  Replay("fuzz_gemm", GemmCpuSide);
+class CorpusReplay : public testing::TestWithParam<const FuzzTarget*> {};
+
+TEST_P(CorpusReplay, EveryFileClean) {
+  const FuzzTarget& target = *GetParam();
+  if (!ReplayedHere(target)) GTEST_SKIP() << target.name << ": replayed by its own binary on a GPU";
+  const std::vector<fs::path> files = CorpusFiles(std::string(target.name));
+  ASSERT_FALSE(files.empty()) << "corpus/" << target.name << "/ is empty: every corpus folder needs seeds";
+  for (const fs::path& file : files) ExpectClean(target, file);
 }
+
+INSTANTIATE_TEST_SUITE_P(Registry, CorpusReplay, testing::ValuesIn(Registry().begin(), Registry().end()),
+                         [](const testing::TestParamInfo<const FuzzTarget*>& info) {
+                           return std::string(info.param->name);
+                         });
 
 TEST(CorpusReplay, RegressionsThroughTheTargetThatFoundThem) {
   const std::vector<fs::path> files = CorpusFiles("regressions");
   ASSERT_FALSE(files.empty()) << "corpus/regressions/ is empty";
   for (const fs::path& file : files) {
-    const std::string name = file.filename().string();
-    const auto target = Targets().find(name.substr(0, name.find('.')));
-    ASSERT_NE(target, Targets().end()) << file << ": the name must start with the target that found it";
-    const CheckResult finding = target->second(ReadCase(file));
-    EXPECT_FALSE(finding.has_value()) << file << " regressed: " << finding->signature << "\n"
-                                      << finding->description;
+    const FuzzTarget* target = TargetOfFileName(file.filename().string());
+    ASSERT_NE(target, nullptr) << file << ": the name must start with the target that found it";
+    ASSERT_TRUE(ReplayedHere(*target)) << file << ": a regression of " << target->name << " is not replayed here";
+    ExpectClean(*target, file);
   }
 }
 

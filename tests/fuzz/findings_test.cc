@@ -8,6 +8,7 @@
 
 #include "fuzz/case_format.h"
 #include "fuzz/known_cases.h"
+#include "fuzz/mutation_sequence.h"
 #include "fuzz/target_driver.h"
 #include "gtest/gtest.h"
 
@@ -111,6 +112,53 @@ TEST_F(FindingsTest, WritesTheSequenceThatLedToAFindingInOrderEndingWithIt) {
   EXPECT_FALSE(std::filesystem::exists(base + ".sequence/003.case"));
   const std::string text = ReadText(base + ".txt");
   EXPECT_NE(text.find("repro-sequence: repro --sequence " + base + ".sequence"), std::string::npos) << text;
+}
+
+// libFuzzer mutates a unit several times in a row: a call on the previous call's output goes on
+// with its sequence; a call on another input starts afresh; a dropped attempt leaves no name.
+TEST(MutationSequenceTest, ChainsFromTheCorpusUnit) {
+  const std::vector<uint8_t> unit = {1}, first = {2}, second = {3};
+  StartMutationSequence(unit);
+  RecordMutation("shape");
+  FinishMutationSequence(first);
+  StartMutationSequence(first);
+  RecordMutation("dropped");
+  RestartMutationSequence();
+  RecordMutation("tactic");
+  FinishMutationSequence(second);
+  EXPECT_EQ(MutationSequenceOf(second), "shape-tactic");
+  EXPECT_EQ(MutationSequenceOf(first), "");
+  StartMutationSequence(unit);
+  RecordMutation("registry");
+  FinishMutationSequence(second);
+  EXPECT_EQ(MutationSequenceOf(second), "registry");
+}
+
+// The sidecar names the mutations that produced the input (only that input), and both repro
+// commands carry the flags the process needs (an external kernel: --external=LIB).
+TEST_F(FindingsTest, TheSidecarNamesTheMutationsAndTheReproFlags) {
+  const std::vector<uint8_t> input = {4, 4};
+  StartMutationSequence(std::vector<uint8_t>{9});
+  RecordMutation("shape");
+  RecordMutation("scale-element");
+  FinishMutationSequence(input);
+  SetReproFlags(" --external=/lib/x.so");
+  InputHistory history;
+  history.Push(std::vector<uint8_t>{1});
+  absl::StatusOr<std::string> path = WriteFinding("fuzz_x", input, Finding{"x/y", "d"}, &history);
+  SetReproFlags("");
+  ASSERT_TRUE(path.ok()) << path.status();
+  const std::string base = path->substr(0, path->size() - 5);
+  const std::string text = ReadText(base + ".txt");
+  EXPECT_NE(text.find("mutations: shape-scale-element\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("repro: repro " + base + ".case --external=/lib/x.so\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("repro-sequence: repro --sequence " + base + ".sequence --external=/lib/x.so\n"),
+            std::string::npos)
+      << text;
+  const std::vector<uint8_t> other = {5};
+  path = WriteFinding("fuzz_x", other, Finding{"x/z", "d"});
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(ReadText(path->substr(0, path->size() - 5) + ".txt").find("mutations:"), std::string::npos);
 }
 
 // The driver end to end: a check that finds something only while a state it keeps is set (a

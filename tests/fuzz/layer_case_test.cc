@@ -4,10 +4,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
+#include <string>
 
 #include "fuzz/layer_case_format.h"
 #include "fuzz/layer_mutator.h"
 #include "fuzz/layer_target.h"
+#include "fuzz/mutation_sequence.h"
 #include "gtest/gtest.h"
 
 namespace mxdiff::fuzz {
@@ -65,6 +68,7 @@ TEST(LayerMutator, ProducesOnlyValidCasesWithinItsProfile) {
   std::copy(seed.begin(), seed.end(), buffer.begin());
   size_t size = seed.size();
   int shapes = 0;
+  std::set<std::string> names;
   for (unsigned i = 0; i < 300; ++i) {
     size = MutateEncodedLayerCase(buffer.data(), size, buffer.size(), i, kLayerProfile);
     ASSERT_GT(size, 0u);
@@ -74,8 +78,14 @@ TEST(LayerMutator, ProducesOnlyValidCasesWithinItsProfile) {
     EXPECT_LE(c->shape.experts, kLayerProfile.max_experts);
     EXPECT_LE(int(c->replays.size()), kLayerProfile.max_replays);
     shapes += c->shape.hidden != 64 ? 1 : 0;
+    const std::string sequence = MutationSequenceOf(std::span<const uint8_t>(buffer.data(), size));
+    EXPECT_FALSE(sequence.empty()) << "the mutations that produced mutation " << i;
+    for (std::string_view name : LayerMutationNames()) {
+      if (sequence.find(name) != std::string::npos) names.insert(std::string(name));
+    }
   }
   EXPECT_GT(shapes, 0);
+  EXPECT_EQ(names.size(), LayerMutationNames().size()) << "every named mutation is drawn in 300";
   // Garbage becomes a valid case; the same seed gives the same case.
   std::vector<uint8_t> a(1 << 20, 0xAB), b(1 << 20, 0xAB);
   const size_t na = MutateEncodedLayerCase(a.data(), 100, a.size(), 7, kLayerProfile);

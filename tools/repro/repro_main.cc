@@ -20,14 +20,12 @@
 #include "fmt/format.h"
 #include "fuzz/case_format.h"
 #include "fuzz/case_minimizer.h"
-#include "fuzz/dispatch_target.h"
 #include "fuzz/findings.h"
+#include "fuzz/fuzz_target.h"
 #include "fuzz/gemm_differential.h"
 #include "fuzz/layer_case_format.h"
 #include "fuzz/layer_target.h"
 #include "fuzz/modules/module_loader.h"
-#include "fuzz/reference_target.h"
-#include "fuzz/transform_target.h"
 #include "reference/admission.h"
 #include "reference/reference_gemm.h"
 #include "tools/cli/checked_output.h"
@@ -227,15 +225,10 @@ void ExplainRun(const fuzz::ModuleRun& run, const fuzz::FuzzCase& c, int show) {
   }
 }
 
+// The target a file's name starts with (fuzz/registry.cc), else fuzz_gemm.
 std::string TargetFromFileName(const std::string& path) {
-  const std::string name = std::filesystem::path(path).filename().string();
-  std::string_view targets = MXDIFF_FUZZ_TARGET_LIST;  // fuzz/targets.txt
-  while (!targets.empty()) {
-    const std::string_view target = targets.substr(0, targets.find(','));
-    if (name.rfind(std::string(target) + ".", 0) == 0) return std::string(target);
-    targets.remove_prefix(std::min(targets.size(), target.size() + 1));
-  }
-  return "fuzz_gemm";
+  const fuzz::FuzzTarget* target = fuzz::TargetOfFileName(std::filesystem::path(path).filename().string());
+  return std::string(target != nullptr ? target->name : "fuzz_gemm");
 }
 
 // At most fuzz::MaxEncodedSize() + 1 bytes are read, so /dev/zero or a huge file is rejected at once.
@@ -263,6 +256,17 @@ absl::StatusOr<std::vector<uint8_t>> ReadCaseFile(const std::string& path) {
   return bytes;
 }
 
+// The mutations that produced a finding, from its sidecar <name>.txt beside <name>.case
+// (fuzz/findings.h: `mutations:`); empty without one.
+std::string SidecarMutations(const std::string& path) {
+  if (!path.ends_with(".case")) return "";
+  std::ifstream sidecar(path.substr(0, path.size() - 5) + ".txt");
+  for (std::string line; std::getline(sidecar, line);) {
+    if (line.starts_with("mutations: ")) return line.substr(11);
+  }
+  return "";
+}
+
 // Everything the flags ask for is checked before the case runs: no work is done for a command
 // line that cannot finish.
 absl::Status ValidateFlags() {
@@ -285,12 +289,22 @@ absl::Status ValidateFlags() {
   return absl::OkStatus();
 }
 
-// The CPU properties repro checks on every GEMM case, by target.
-constexpr std::pair<const char*, fuzz::CheckResult (*)(const fuzz::FuzzCase&)> kCpuTargets[] = {
-    {"fuzz_transform", fuzz::CheckTransformCase},
-    {"fuzz_dispatch", fuzz::CheckDispatchCase},
-    {"fuzz_reference", fuzz::CheckReferenceCase},
-};
+// The CPU properties repro checks on every GEMM case: the registry's cpu targets of the case
+// format (fuzz/fuzz_target.h), each with every finding of its checks.
+std::vector<TargetFinding> CpuTargetFindings(std::span<const uint8_t> bytes, bool print) {
+  std::vector<TargetFinding> found;
+  for (const fuzz::FuzzTarget* target : fuzz::Registry()) {
+    if (target->options.kind != "cpu" || target->format != "case") continue;
+    const fuzz::InputFindings findings = target->check(bytes, /*fresh=*/false);
+    const fuzz::CheckResult first = findings ? fuzz::FirstFindingOf(*findings) : std::nullopt;
+    if (print) {
+      fmt::print(text, "{:<15} {}\n", target->name,
+                 first ? "FINDING " + first->signature + "\n  " + first->description : "ok");
+    }
+    if (first) found.push_back({std::string(target->name), *first});
+  }
+  return found;
+}
 
 // fuzz_gemm's modules as the flags select them. A device that matches no step model is a finding
 // of its own (appended to `findings`): nothing it computes can be judged, so no module is loaded.
@@ -309,10 +323,12 @@ absl::StatusOr<fuzz::LoadedModules> LoadSelectedModules(std::vector<TargetFindin
 std::optional<std::string> SignatureOf(const TargetFinding& finding, const fuzz::FuzzCase& c,
                                        fuzz::GemmDifferential& differential) {
   fuzz::CheckResult again;
-  if (finding.target == "fuzz_transform") again = fuzz::CheckTransformCase(c);
-  else if (finding.target == "fuzz_dispatch") again = fuzz::CheckDispatchCase(c);
-  else if (finding.target == "fuzz_reference") again = fuzz::CheckReferenceCase(c);
-  else {
+  const fuzz::FuzzTarget* target = fuzz::FindTarget(finding.target);
+  if (target != nullptr && target->options.kind == "cpu") {
+    const absl::StatusOr<std::vector<uint8_t>> bytes = fuzz::EncodeCase(c);
+    const fuzz::InputFindings findings = bytes.ok() ? target->check(*bytes, /*fresh=*/false) : std::nullopt;
+    if (findings) again = fuzz::FirstFindingOf(*findings);
+  } else {
     // The evaluation outlives the pointer FirstFinding returns into it.
     const fuzz::CaseEvaluation evaluation = differential.Evaluate(c);
     if (const fuzz::CheckVerdict* first = evaluation.FirstFinding()) again = first->finding;
@@ -349,7 +365,8 @@ int Minimize(const std::string& path, const fuzz::FuzzCase& c, const TargetFindi
 // repro --json: tools/repro/README.md documents the fields.
 void PrintJsonVerdict(const std::string& path, const fuzz::CaseEvaluation& evaluation,
                       const std::vector<TargetFinding>& findings, int status) {
-  nlohmann::json verdict = {{"file", path}, {"exit_status", status}, {"reproduced", !findings.empty()}};
+  nlohmann::json verdict = {{"file", path}, {"exit_status", status}, {"reproduced", !findings.empty()},
+                            {"mutations", SidecarMutations(path)}};
   verdict["findings"] = nlohmann::json::array();
   for (const TargetFinding& f : findings) {
     verdict["findings"].push_back({{"target", f.target}, {"check", f.check}, {"module", f.module},
@@ -364,6 +381,33 @@ void PrintJsonVerdict(const std::string& path, const fuzz::CaseEvaluation& evalu
   fmt::print("{}\n", cli::DumpJson(verdict, 2));
 }
 
+// The route DecideRoute takes over the case's own registry, where it has one.
+void PrintRegistryRoute(const fuzz::FuzzCase& c, const LayerAdmission& admission) {
+  if (c.registry.empty()) return;
+  const absl::StatusOr<Route> route =
+      DecideRoute(c.Registry(), c.tactic, c.request, c.policy, admission.admitted, admission.Describe());
+  fmt::print(text, "route over the case's registry: {}\n",
+             route.ok() ? fmt::format("{} ({}) {}", TransformName(route->variant), RouteReasonName(route->reason),
+                                      route->detail)
+                        : route.status().ToString());
+}
+
+// --emit: the case into the regressions folder under its first finding's target and signature.
+bool Emit(const std::string& path, std::span<const uint8_t> bytes, const std::vector<TargetFinding>& findings) {
+  const std::string target = findings.empty() ? TargetFromFileName(path) : findings.front().target;
+  const fuzz::Finding finding = findings.empty() ? fuzz::Finding{"clean", ""} : findings.front().finding;
+  setenv("MXDIFF_FINDINGS_DIR", absl::GetFlag(FLAGS_regressions).c_str(), 1);
+  absl::StatusOr<std::string> written = fuzz::WriteFinding(target, bytes, finding);
+  if (!written.ok()) {
+    fmt::print(stderr, "repro: --emit failed: {}\n", written.status().ToString());
+    return false;
+  }
+  // The regression folder holds cases only; the description is in the finding's own .txt.
+  std::filesystem::remove(written->substr(0, written->size() - 5) + ".txt");
+  fmt::print(text, "\nemitted {}\n", *written);
+  return true;
+}
+
 int Run(const std::string& path) {
   if (absl::GetFlag(FLAGS_json)) text = stderr;
   if (absl::Status status = ValidateFlags(); !status.ok()) {
@@ -376,6 +420,9 @@ int Run(const std::string& path) {
     return kExitBadInput;
   }
   const std::vector<uint8_t>& bytes = *read;
+  if (const std::string mutations = SidecarMutations(path); !mutations.empty()) {
+    fmt::print(text, "reached by the mutations (its .txt): {}\n", mutations);
+  }
   if (IsLayerCase(bytes)) {  // a fuzz_layer case (tools/repro/layer_repro.h)
     if (absl::GetFlag(FLAGS_minimize) || absl::GetFlag(FLAGS_json)) {  // not a silent no-op
       fmt::print(stderr, "repro: --{} works on GEMM cases; {} is a fuzz_layer case\n",
@@ -394,20 +441,8 @@ int Run(const std::string& path) {
   const LayerAdmission admission = AdmitLayer(c.scale_bytes);
   fmt::print(text, "  admission: {}\n\n", admission.Describe());
 
-  std::vector<TargetFinding> findings;
-  for (const auto& [target, check] : kCpuTargets) {
-    const fuzz::CheckResult finding = check(c);
-    fmt::print(text, "{:<15} {}\n", target, finding ? "FINDING " + finding->signature + "\n  " + finding->description : "ok");
-    if (finding) findings.push_back({target, *finding});
-  }
-  if (!c.registry.empty()) {
-    const absl::StatusOr<Route> route =
-        DecideRoute(c.Registry(), c.tactic, c.request, c.policy, admission.admitted, admission.Describe());
-    fmt::print(text, "route over the case's registry: {}\n",
-               route.ok() ? fmt::format("{} ({}) {}", TransformName(route->variant), RouteReasonName(route->reason),
-                                        route->detail)
-                          : route.status().ToString());
-  }
+  std::vector<TargetFinding> findings = CpuTargetFindings(bytes, /*print=*/true);
+  PrintRegistryRoute(c, admission);
 
   absl::StatusOr<fuzz::LoadedModules> loaded = LoadSelectedModules(findings);
   if (!loaded.ok()) {
@@ -434,25 +469,74 @@ int Run(const std::string& path) {
   } else if (absl::GetFlag(FLAGS_minimize)) {
     fmt::print(text, "\n--minimize: nothing to minimize (no finding reproduced); no {}.min written\n", path);
   }
-  if (absl::GetFlag(FLAGS_emit)) {
-    const std::string target = findings.empty() ? TargetFromFileName(path) : findings.front().target;
-    const fuzz::Finding finding = findings.empty() ? fuzz::Finding{"clean", ""} : findings.front().finding;
-    setenv("MXDIFF_FINDINGS_DIR", absl::GetFlag(FLAGS_regressions).c_str(), 1);
-    absl::StatusOr<std::string> written = fuzz::WriteFinding(target, bytes, finding);
-    if (!written.ok()) {
-      fmt::print(stderr, "repro: --emit failed: {}\n", written.status().ToString());
-      return kExitBadInput;
-    }
-    // The regression folder holds cases only; the description is in the finding's own .txt.
-    std::filesystem::remove(written->substr(0, written->size() - 5) + ".txt");
-    fmt::print(text, "\nemitted {}\n", *written);
-  }
+  if (absl::GetFlag(FLAGS_emit) && !Emit(path, bytes, findings)) return kExitBadInput;
   fmt::print(text, "\n{}\n", findings.empty() ? "reproduced clean" : fmt::format("{} finding(s) reproduced", findings.size()));
   const int status = findings.empty() ? kExitClean : kExitReproduced;
   if (absl::GetFlag(FLAGS_json)) PrintJsonVerdict(path, evaluation, findings, status);
   return status;
 }
 
+
+// The *.case files of `dir`, in name order; an error when there are none or it cannot be listed.
+absl::StatusOr<std::vector<std::string>> SequenceFiles(const std::string& dir) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error)) {
+    return absl::InvalidArgumentError(std::filesystem::exists(dir, error) ? "not a directory" : "no such directory");
+  }
+  std::vector<std::string> files;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().extension() == ".case") files.push_back(it->path().string());
+  }
+  if (error) return absl::InvalidArgumentError("cannot list it: " + error.message());
+  if (files.empty()) return absl::InvalidArgumentError("holds no *.case file");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// What a sequence keeps from case to case: the modules and one layer differential.
+struct SequenceReplay {
+  fuzz::GemmDifferential differential;
+  std::unique_ptr<fuzz::LayerDifferential> layer;  // opened at the first layer case
+};
+
+// The findings of one case of a sequence; nullopt when it does not decode.
+std::optional<std::vector<TargetFinding>> SequenceCaseFindings(std::span<const uint8_t> input, SequenceReplay& replay) {
+  std::vector<TargetFinding> found;
+  if (IsLayerCase(input)) {
+    const absl::StatusOr<fuzz::LayerCase> c = fuzz::DecodeLayerCase(input);
+    if (!c.ok()) return std::nullopt;
+    if (!replay.layer) replay.layer = std::make_unique<fuzz::LayerDifferential>(/*use_device=*/true);
+    if (fuzz::CheckResult finding = replay.layer->CheckCase(*c)) found.push_back({"fuzz_layer", *finding});
+    return found;
+  }
+  const absl::StatusOr<fuzz::FuzzCase> c = fuzz::DecodeCase(input);
+  if (!c.ok()) return std::nullopt;
+  found = CpuTargetFindings(input, /*print=*/false);
+  const fuzz::CaseEvaluation evaluation = replay.differential.Evaluate(*c);
+  if (const fuzz::CheckVerdict* first = evaluation.FirstFinding()) {
+    found.push_back({"fuzz_gemm", *first->finding, std::string(first->check), first->module});
+  }
+  return found;
+}
+
+// One case of a sequence: its line of text and its JSON entry.
+nlohmann::json ReplaySequenceCase(const std::string& name, std::span<const uint8_t> input, SequenceReplay& replay) {
+  const std::optional<std::vector<TargetFinding>> found = SequenceCaseFindings(input, replay);
+  nlohmann::json entry = {{"file", name}, {"kind", IsLayerCase(input) ? "layer" : "gemm"}, {"valid", found.has_value()},
+                          {"findings", nlohmann::json::array()}};
+  if (!found) {
+    fmt::print(text, "{}: not a valid case (skipped, as the fuzz target skips it)\n", name);
+  } else if (found->empty()) {
+    fmt::print(text, "{}: ok\n", name);
+  }
+  for (const TargetFinding& f : found.value_or(std::vector<TargetFinding>{})) {
+    fmt::print(text, "{}: FINDING {} ({}{})\n  {}\n", name, f.finding.signature, f.target,
+               f.module.empty() ? "" : ", module " + f.module, f.finding.description);
+    entry["findings"].push_back({{"target", f.target}, {"check", f.check}, {"module", f.module},
+                                 {"signature", f.finding.signature}});
+  }
+  return entry;
+}
 
 // repro --sequence DIR: the *.case files of DIR in name order, in this one process: the same
 // modules (loaded once) and the same device state throughout, as the worker ran them. Each case
@@ -470,25 +554,12 @@ int RunSequence(const std::string& dir) {
                absl::GetFlag(FLAGS_emit) ? "emit" : "minimize");
     return kExitBadInput;
   }
-  std::error_code error;
-  if (!std::filesystem::is_directory(dir, error)) {
-    fmt::print(stderr, "repro: --sequence {}: {}\n", dir,
-               std::filesystem::exists(dir, error) ? "not a directory" : "no such directory");
+  const absl::StatusOr<std::vector<std::string>> listed = SequenceFiles(dir);
+  if (!listed.ok()) {
+    fmt::print(stderr, "repro: --sequence {}: {}\n", dir, std::string(listed.status().message()));
     return kExitBadInput;
   }
-  std::vector<std::string> files;
-  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    if (it->path().extension() == ".case") files.push_back(it->path().string());
-  }
-  if (error) {
-    fmt::print(stderr, "repro: --sequence {}: cannot list it: {}\n", dir, error.message());
-    return kExitBadInput;
-  }
-  if (files.empty()) {
-    fmt::print(stderr, "repro: --sequence {}: holds no *.case file\n", dir);
-    return kExitBadInput;
-  }
-  std::sort(files.begin(), files.end());
+  const std::vector<std::string>& files = *listed;
   // Every file is read before any runs: an unreadable one never leaves a partial replay.
   std::vector<std::vector<uint8_t>> inputs;
   for (const std::string& file : files) {
@@ -507,51 +578,12 @@ int RunSequence(const std::string& dir) {
   }
   fmt::print(text, "sequence {}: {} cases, replayed in name order in one process\n{}", dir, files.size(),
              loaded->report);
-  fuzz::GemmDifferential differential(std::move(loaded->modules));
-  std::unique_ptr<fuzz::LayerDifferential> layer_differential;  // opened at the first layer case
+  SequenceReplay replay{fuzz::GemmDifferential(std::move(loaded->modules)), nullptr};
   nlohmann::json cases = nlohmann::json::array();
   size_t with_findings = 0;
   for (size_t i = 0; i < files.size(); ++i) {
-    const std::string name = std::filesystem::path(files[i]).filename().string();
-    std::vector<TargetFinding> found;
-    std::string kind = "gemm";
-    bool valid = true;
-    if (IsLayerCase(inputs[i])) {
-      kind = "layer";
-      const absl::StatusOr<fuzz::LayerCase> c = fuzz::DecodeLayerCase(inputs[i]);
-      valid = c.ok();
-      if (valid) {
-        if (!layer_differential) layer_differential = std::make_unique<fuzz::LayerDifferential>(/*use_device=*/true);
-        if (fuzz::CheckResult finding = layer_differential->CheckCase(*c)) found.push_back({"fuzz_layer", *finding});
-      }
-    } else {
-      const absl::StatusOr<fuzz::FuzzCase> c = fuzz::DecodeCase(inputs[i]);
-      valid = c.ok();
-      if (valid) {
-        for (const auto& [target, check] : kCpuTargets) {
-          if (fuzz::CheckResult finding = check(*c)) found.push_back({target, *finding});
-        }
-        const fuzz::CaseEvaluation evaluation = differential.Evaluate(*c);
-        if (const fuzz::CheckVerdict* first = evaluation.FirstFinding()) {
-          found.push_back({"fuzz_gemm", *first->finding, std::string(first->check), first->module});
-        }
-      }
-    }
-    nlohmann::json entry = {{"file", name}, {"kind", kind}, {"valid", valid}, {"findings", nlohmann::json::array()}};
-    if (!valid) {
-      fmt::print(text, "{}: not a valid case (skipped, as the fuzz target skips it)\n", name);
-    } else if (found.empty()) {
-      fmt::print(text, "{}: ok\n", name);
-    } else {
-      ++with_findings;
-      for (const TargetFinding& f : found) {
-        fmt::print(text, "{}: FINDING {} ({}{})\n  {}\n", name, f.finding.signature, f.target,
-                   f.module.empty() ? "" : ", module " + f.module, f.finding.description);
-        entry["findings"].push_back({{"target", f.target}, {"check", f.check}, {"module", f.module},
-                                     {"signature", f.finding.signature}});
-      }
-    }
-    cases.push_back(std::move(entry));
+    cases.push_back(ReplaySequenceCase(std::filesystem::path(files[i]).filename().string(), inputs[i], replay));
+    with_findings += cases.back()["findings"].empty() ? 0 : 1;
   }
   for (const TargetFinding& f : calibration) fmt::print(text, "FINDING {}: {}\n", f.finding.signature, f.finding.description);
   const bool any = with_findings > 0 || !calibration.empty();

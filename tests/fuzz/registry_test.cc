@@ -1,0 +1,167 @@
+// The fuzz target registry (fuzz/fuzz_target.h): every registered target has every part, the
+// registry and fuzz/targets.txt name the same targets, and a toy target (defined here, not
+// shipped) shows that a target is one definition and one registration line.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fuzz/fuzz_target.h"
+#include "gtest/gtest.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ReadText(const fs::path& file) {
+  std::ifstream in(file);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// "NAME KIND" per line of fuzz/targets.txt (comments and blank lines skipped).
+std::vector<std::string> TargetsTxt(const fs::path& root) {
+  std::istringstream in(ReadText(root / "fuzz" / "targets.txt"));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.front() != '#') lines.push_back(line);
+  }
+  return lines;
+}
+
+// What `target` lacks under the source tree `root`, one entry per missing part.
+std::vector<std::string> MissingParts(const mxdiff::fuzz::FuzzTarget& target, const fs::path& root) {
+  std::vector<std::string> missing;
+  if (target.format.empty() || target.decodes == nullptr || target.describe == nullptr) missing.push_back("codec");
+  if (target.check == nullptr || target.check_names.empty()) missing.push_back("a named check");
+  if (target.options.kind != "cpu" && target.options.kind != "gpu") missing.push_back("kind cpu|gpu");
+  const fs::path corpus = root / "corpus" / std::string(target.name);
+  const bool seeds = fs::is_directory(corpus) && !fs::is_empty(corpus);
+  if (target.seed_writer.empty() || !seeds) missing.push_back("a seed writer and its seeds in " + corpus.string());
+  const std::string options = ReadText(root / "fuzz" / "options" / (std::string(target.name) + ".options"));
+  if (options.find("max_len = " + std::to_string(target.options.max_len) + "\n") == std::string::npos) {
+    missing.push_back("fuzz/options/" + std::string(target.name) + ".options with max_len = " +
+                      std::to_string(target.options.max_len));
+  }
+  if (!target.options.dictionary.empty() &&
+      (options.find("dict = " + std::string(target.options.dictionary) + "\n") == std::string::npos ||
+       !fs::exists(root / "fuzz" / "dictionaries" / std::string(target.options.dictionary)))) {
+    missing.push_back("the dictionary " + std::string(target.options.dictionary));
+  }
+  if (seeds) {
+    for (const auto& entry : fs::directory_iterator(corpus)) {
+      std::ifstream in(entry.path(), std::ios::binary);
+      const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (entry.path().filename() != "README.md" && target.decodes != nullptr && !target.decodes(bytes)) {
+        missing.push_back("a seed its codec decodes: " + entry.path().string());
+      }
+    }
+  }
+  return missing;
+}
+
+TEST(FuzzRegistry, EqualsTargetsTxt) {
+  std::vector<std::string> registered;
+  for (const mxdiff::fuzz::FuzzTarget* target : mxdiff::fuzz::Registry()) {
+    registered.push_back(std::string(target->name) + " " + std::string(target->options.kind));
+  }
+  EXPECT_EQ(registered, TargetsTxt(MXDIFF_SOURCE_DIR))
+      << "fuzz/registry.cc and fuzz/targets.txt must list the same targets, kinds and order";
+}
+
+TEST(FuzzRegistry, EveryTargetHasEveryPart) {
+  for (const mxdiff::fuzz::FuzzTarget* target : mxdiff::fuzz::Registry()) {
+    for (const std::string& part : MissingParts(*target, MXDIFF_SOURCE_DIR)) {
+      ADD_FAILURE() << target->name << " lacks " << part;
+    }
+  }
+}
+
+TEST(FuzzRegistry, FindsTargetsByNameAndFileName) {
+  ASSERT_NE(mxdiff::fuzz::FindTarget("fuzz_reference"), nullptr);
+  EXPECT_EQ(mxdiff::fuzz::TargetOfFileName("fuzz_reference.reference-x.0123.case"),
+            mxdiff::fuzz::FindTarget("fuzz_reference"));
+  EXPECT_EQ(mxdiff::fuzz::TargetOfFileName("fuzz_nothing.x.case"), nullptr);
+}
+
+// The toy target: its whole definition.
+using mxdiff::fuzz::CheckResult;
+CheckResult ToyNotAllZero(const std::vector<uint8_t>& bytes) {
+  for (uint8_t b : bytes) {
+    if (b != 0) return std::nullopt;
+  }
+  return mxdiff::fuzz::Finding{"toy/all-zero", "every byte is zero"};
+}
+CheckResult ToyNotLong(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() <= 8) return std::nullopt;
+  return mxdiff::fuzz::Finding{"toy/long", "more than 8 bytes"};
+}
+constexpr mxdiff::fuzz::NamedCheck<std::vector<uint8_t>> kToyChecks[] = {{"not-all-zero", ToyNotAllZero},
+                                                                        {"not-long", ToyNotLong}};
+
+MXDIFF_FUZZ_TARGET(fuzz_toy) {
+  return mxdiff::fuzz::FuzzTarget{
+      .name = "fuzz_toy",
+      .options = {.kind = "cpu", .max_len = 16},
+      .format = "toy",
+      .decodes = [](std::span<const uint8_t> input) { return !input.empty(); },
+      .describe = [](std::span<const uint8_t> input) { return std::to_string(input.size()) + " bytes"; },
+      .check_names = mxdiff::fuzz::CheckNamesOf(kToyChecks),
+      .check = [](std::span<const uint8_t> input, bool) -> mxdiff::fuzz::InputFindings {
+        if (input.empty()) return std::nullopt;
+        return mxdiff::fuzz::RunNamedChecks<std::vector<uint8_t>>(kToyChecks, {input.begin(), input.end()});
+      },
+      .seed_writer = "committed",
+  };
+}
+
+// A registry with the toy in it: the one registration line.
+const mxdiff::fuzz::FuzzTarget* const kToyRegistry[] = {&MxdiffFuzzTarget_fuzz_toy()};
+
+// A source tree holding the toy's other parts: its seeds and its options file.
+fs::path ToyTree() {
+  const fs::path root = fs::temp_directory_path() / ("mxdiff-registry-test-" + std::to_string(getpid()));
+  fs::create_directories(root / "corpus" / "fuzz_toy");
+  fs::create_directories(root / "fuzz" / "options");
+  std::ofstream(root / "corpus" / "fuzz_toy" / "seed") << "toy";
+  std::ofstream(root / "fuzz" / "options" / "fuzz_toy.options") << "[libfuzzer]\nmax_len = 16\n";
+  return root;
+}
+
+TEST(FuzzRegistry, ToyTargetIsOneDefinitionAndOneLine) {
+  const fs::path root = ToyTree();
+  const mxdiff::fuzz::FuzzTarget& toy = *kToyRegistry[0];
+  EXPECT_TRUE(MissingParts(toy, root).empty());
+  const uint8_t clean[] = {1, 2};
+  EXPECT_EQ(mxdiff::fuzz::RunTargetInput(toy, clean, sizeof clean), 0);
+  EXPECT_EQ(mxdiff::fuzz::RunTargetInput(toy, clean, 0), -1) << "an input its codec refuses stays out of the corpus";
+  // Every check runs and each finding is kept; the driver's finding is the first, naming the others.
+  const std::vector<uint8_t> zeros(9, 0);
+  const mxdiff::fuzz::InputFindings findings = toy.check(zeros, false);
+  ASSERT_TRUE(findings && findings->size() == 2);
+  const CheckResult first = mxdiff::fuzz::FirstFindingOf(*findings);
+  EXPECT_EQ(first->signature, "toy/all-zero");
+  EXPECT_NE(first->description.find("also: toy/long"), std::string::npos);
+  fs::remove_all(root);
+}
+
+TEST(FuzzRegistry, ATargetLackingAPartFails) {
+  const fs::path root = ToyTree();
+  mxdiff::fuzz::FuzzTarget broken = MxdiffFuzzTarget_fuzz_toy();
+  broken.check_names.clear();
+  EXPECT_EQ(MissingParts(broken, root), std::vector<std::string>{"a named check"});
+  broken = MxdiffFuzzTarget_fuzz_toy();
+  broken.decodes = nullptr;
+  EXPECT_EQ(MissingParts(broken, root), std::vector<std::string>{"codec"});
+  broken = MxdiffFuzzTarget_fuzz_toy();
+  broken.options.max_len = 17;
+  EXPECT_EQ(MissingParts(broken, root).size(), 1u);
+  fs::remove_all(root / "corpus" / "fuzz_toy");
+  EXPECT_EQ(MissingParts(MxdiffFuzzTarget_fuzz_toy(), root).size(), 1u) << "no seeds";
+  fs::remove_all(root);
+}
+
+}  // namespace
