@@ -132,4 +132,36 @@ std::string DumpJson(const Json& value, int indent = -1) {
   return out;
 }
 
+// The same text made readable by nlohmann's parser, which refuses a lone surrogate: each \udcXX
+// escape of a byte (XX 80..ff, not after a high surrogate) becomes \ufffd. For reading our own
+// reports back in C++ (a verdict needs no path), never for writing.
+inline std::string ByteEscapesReplaced(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false, after_high_surrogate = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!in_string || c != '\\' || i + 1 >= text.size()) {
+      if (c == '"') in_string = !in_string;
+      after_high_surrogate = false;
+      out += c;
+      continue;
+    }
+    if (text[i + 1] != 'u' || i + 6 > text.size()) {  // a two-character escape: \" \\ \n ...
+      out.append(text.substr(i, 2));
+      ++i;
+      after_high_surrogate = false;
+      continue;
+    }
+    const std::string_view hex = text.substr(i + 2, 4);
+    unsigned value = 0;
+    for (char h : hex) value = value * 16 + unsigned(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+    const bool byte_escape = value >= 0xDC80 && value <= 0xDCFF && !after_high_surrogate;
+    out += byte_escape ? std::string_view("\\ufffd") : text.substr(i, 6);
+    after_high_surrogate = value >= 0xD800 && value <= 0xDBFF;
+    i += 5;
+  }
+  return out;
+}
+
 }  // namespace mxdiff::cli

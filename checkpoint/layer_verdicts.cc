@@ -2,8 +2,9 @@
 
 #include <climits>
 
-#include "fmt/core.h"
+#include "checkpoint/json_bytes.h"
 #include "checkpoint/strict_json.h"
+#include "fmt/core.h"
 
 namespace mxdiff::audit {
 namespace {
@@ -26,7 +27,8 @@ absl::StatusOr<int> OptionalInt(const json& layer, const char* key) {
 }  // namespace
 
 absl::StatusOr<std::vector<AuditedLayerVerdict>> ReadLayerVerdicts(std::string_view json_report) {
-  absl::StatusOr<json> report = ParseStrictJson("audit report", json_report, 16, -1);
+  // A report naming a path or quoting bytes that are not UTF-8 escapes them (json_bytes.h).
+  absl::StatusOr<json> report = ParseStrictJson("audit report", cli::ByteEscapesReplaced(json_report), 16, -1);
   if (!report.ok()) return report.status();
   if (!report->is_object() || report->value("schema", "") != "mxdiff-audit/1") {
     return Malformed("not an mxdiff audit report (schema mxdiff-audit/1)");

@@ -331,6 +331,24 @@ TEST(KeepGoing, ATensorTheIndexPutsInAMissingShardIsUnreadThoughAnotherShardHold
   }
 }
 
+// Found by fuzz_safetensors (invariant/json-reads-back): an index that is not valid JSON is quoted
+// in its error with the bytes it holds; the report escapes those that are not UTF-8, and the
+// verdicts must still read back for the kernels' PrepareAudited.
+TEST(KeepGoing, AReportQuotingBytesThatAreNotUtf8ReadsBack) {
+  TempDir dir;
+  dir.Write("ckpt/a.safetensors", BuildFile(W2Tensors(0, 0, 1)));
+  dir.Write("ckpt/model.safetensors.index.json", std::string("{\"weight_map\": {\"x\": \xa0}}"));
+  const AuditResult result = RunAudit({dir.path() + "/ckpt"}, KeepGoing(true));
+  ASSERT_EQ(result.errors.size(), 1u);
+  const std::string report = JsonReport(result);
+  EXPECT_NE(report.find("\\udca0"), std::string::npos) << report;
+  const absl::StatusOr<std::vector<AuditedLayerVerdict>> verdicts = ReadLayerVerdicts(report);
+  ASSERT_TRUE(verdicts.ok()) << verdicts.status();
+  ASSERT_EQ(verdicts->size(), 1u);
+  EXPECT_EQ((*verdicts)[0].layer, "layers.0.ffn.experts.W2");
+  EXPECT_TRUE((*verdicts)[0].admitted);
+}
+
 // Issue 23, item 15: a file beside an index that the index does not name is reported and
 // audited on its own, once, and not at all apart when it is a PATH of the audit itself.
 TEST(Unindexed, AFileBesideTheIndexIsAuditedApartOnce) {

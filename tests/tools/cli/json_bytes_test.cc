@@ -41,5 +41,17 @@ TEST(JsonBytes, EveryByteOutsideUtf8IsOneSurrogateEscape) {
   EXPECT_EQ(DumpJson(doc), "{\"file\":\"/tmp/x\\udcff.case\"}");
 }
 
+TEST(JsonBytes, ByteEscapesReplacedReadsBackWithNlohmann) {
+  const nlohmann::json value = {{"path", std::string("a\xff\"b\\udcff")}, {"pair", "\xf0\x9f\x98\x80"}};
+  const std::string text = DumpJson(value);
+  EXPECT_FALSE(nlohmann::json::accept(text));
+  const nlohmann::json back = nlohmann::json::parse(ByteEscapesReplaced(text));
+  // The byte becomes U+FFFD; an escaped backslash before "udcff" is text, not an escape.
+  EXPECT_EQ(back["path"], "a\xef\xbf\xbd\"b\\udcff");
+  EXPECT_EQ(back["pair"], "\xf0\x9f\x98\x80");
+  // A surrogate pair written as escapes is kept whole.
+  EXPECT_EQ(ByteEscapesReplaced(R"({"e":"\ud83d\ude00","b":"\udc80"})"), R"({"e":"\ud83d\ude00","b":"\ufffd"})");
+}
+
 }  // namespace
 }  // namespace mxdiff::cli
