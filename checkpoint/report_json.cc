@@ -182,7 +182,7 @@ std::string JsonReport(const AuditResult& result) {
   }
   report["unindexed_files"] = std::move(unindexed);
   // Names and paths come from the input and may hold any bytes: DumpJson keeps the output valid
-  // JSON and escapes a byte that is not UTF-8 as \udcXX, losslessly (tools/cli/json_bytes.h).
+  // JSON and escapes a byte that is not UTF-8 as \udcXX, losslessly (checkpoint/json_bytes.h).
   return cli::DumpJson(report) + "\n";
 }
 

@@ -1,4 +1,4 @@
-// libFuzzer target over the audit's input parsers (tools/audit/): the input is a whole
+// libFuzzer target over the audit's input parsers (checkpoint/): the input is a whole
 // safetensors file, and also read as a sharded checkpoint's index. A parse either fails with
 // a message naming the file, or yields a header whose tensors tile the data section exactly;
 // the audit of a parsed file then keeps its own invariants: CountBytes (the AVX2 path) equals
@@ -9,7 +9,7 @@
 // An input that starts with "MXSB" is a bundle of several files (DecodeBundle: an index and its
 // shards, a layer's experts split across files, a stray file beside an index, a name in two
 // files): they are written to a folder of this process's own and audited as that checkpoint
-// folder with --keep-going, and the index's rules (tools/audit/README.md) become checks too.
+// folder with --keep-going, and the index's rules (checkpoint/README.md) become checks too.
 //
 // Every invariant is a named check: a broken one is a finding `invariant/<name>` (fuzz/findings.h),
 // written (input, signature, description) before the abort, as every target's findings are, so

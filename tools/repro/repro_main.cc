@@ -30,7 +30,7 @@
 #include "reference/reference_gemm.h"
 #include "tools/cli/checked_output.h"
 #include "tools/cli/command_line.h"
-#include "tools/cli/json_bytes.h"
+#include "checkpoint/json_bytes.h"
 #include "tools/cli/input_file.h"
 #include "tools/repro/layer_repro.h"
 

@@ -1,6 +1,6 @@
-// tools/cli/json_bytes.h: the same text as nlohmann's dump for valid UTF-8 (so every report reads
+// checkpoint/json_bytes.h: the same text as nlohmann's dump for valid UTF-8 (so every report reads
 // as before), and bytes that are not UTF-8 escaped one by one as \udcXX instead of a throw or U+FFFD.
-#include "tools/cli/json_bytes.h"
+#include "checkpoint/json_bytes.h"
 
 #include <gtest/gtest.h>
 

@@ -85,7 +85,7 @@ GateReport Sample() {
 }
 
 TEST(GateReportTest, JsonSchemaHoldsTheDecisionTheStepsAndTheProvenance) {
-  // A path is bytes: one that is not UTF-8 keeps them (tools/cli/json_bytes.h), which nlohmann
+  // A path is bytes: one that is not UTF-8 keeps them (checkpoint/json_bytes.h), which nlohmann
   // itself does not read back; Python's json module does.
   EXPECT_NE(GateReportJson(Sample()).find(R"("checkpoint": "ckpt/\udcff.safetensors")"), std::string::npos);
   GateReport utf8 = Sample();
