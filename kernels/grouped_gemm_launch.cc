@@ -8,12 +8,6 @@
 
 namespace mxdiff {
 
-absl::Status LaunchGroupedGemm(const DeviceGemmArgs& args) {
-  absl::StatusOr<LaunchPlan> plan = PlanLaunch(args.tactic, args.groups, args.n, args.k, args.row_offsets);
-  if (!plan.ok()) return plan.status();
-  return LaunchPlannedGroupedGemm(args, *plan);
-}
-
 absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPlan& planned) {
   const LaunchPlan* plan = &planned;
   KernelLaunch launch{.transform = args.transform,
