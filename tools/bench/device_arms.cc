@@ -264,7 +264,7 @@ absl::StatusOr<std::unique_ptr<LayerSets>> LayerSets::Create(GemmRunner& runner,
   for (int g = 0; g < groups; ++g) sets->row_offsets_.push_back(sets->row_offsets_.back() + rows_per_group);
   sets->activations_ = MakeActivations(seed ^ 0xAC71'0A71'0000'0000ull, size_t(sets->rows()) * k);
   for (int i = 0; i < count; ++i) {
-    HostLayer layer = MakeHostLayer(seed + 0x9E3779B97F4A7C15ull * uint64_t(i + 1), groups, n, k);
+    HostLayer layer = MakeHostLayer(seed + SplitMix64::kGamma * uint64_t(i + 1), groups, n, k);
     absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = runner.Prepare(groups, n, k, layer.codes, layer.scales);
     if (!prepared.ok()) return prepared.status();
     if (!(*prepared)->admission().admitted) {
