@@ -4,16 +4,20 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "fmt/format.h"
 
 namespace mxdiff {
 
 inline absl::Status CudaStatus(cudaError_t error, std::string_view what) {
   if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(fmt::format("{}: {} ({})", what, cudaGetErrorString(error), cudaGetErrorName(error)));
+  // Concatenated, not fmt::format: nvcc (the tests' .cu helpers include this) rejects fmt's
+  // compile-time format strings.
+  std::string text(what);
+  text.append(": ").append(cudaGetErrorString(error)).append(" (").append(cudaGetErrorName(error)).append(")");
+  return absl::InternalError(text);
 }
 
 }  // namespace mxdiff

@@ -255,7 +255,8 @@ class CudaGemmRunner final : public GemmRunner {
       workspace.semaphores_dirty = false;
     }
     MXDIFF_RETURN_IF_ERROR(workspace.partials.Reserve(plan.partial_bytes, "split-K partials"));
-    const absl::Status status = LaunchGroupedGemm(DeviceGemmArgs{.transform = route.variant,
+    // The plan RouteAndPlan made: the tactic is validated and the plan computed once per run.
+    const absl::Status status = LaunchPlannedGroupedGemm(DeviceGemmArgs{.transform = route.variant,
                                                                  .tactic = route.tactic,
                                                                  .groups = layer.groups(),
                                                                  .n = layer.n(),
@@ -271,7 +272,8 @@ class CudaGemmRunner final : public GemmRunner {
                                                                      workspace.semaphores.bytes() / sizeof(int32_t),
                                                                  .partials = workspace.partials.as<float>(),
                                                                  .partial_bytes = workspace.partials.bytes(),
-                                                                 .stream = stream});
+                                                                 .stream = stream},
+                                                                 plan);
     if (!status.ok() && status.code() != absl::StatusCode::kInvalidArgument) workspace.semaphores_dirty = true;
     return status;
   }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "kernels/output_poison.h"
 #include "kernels/route.h"
 #include "reference/admission.h"
 #include "reference/problem.h"
@@ -28,10 +29,8 @@ class PreparedLayer {
   virtual const LayerAdmission& admission() const = 0;
 };
 
-// Run fills the device output with this byte before every launch: fp16 0xFFFF, a NaN that no
-// kernel writes (every NaN a kernel produces is the canonical 0x7FFF), so an unwritten element shows.
-inline constexpr uint8_t kRunnerPoisonByte = 0xFF;
-inline constexpr uint16_t kRunnerOutputPoison = uint16_t(kRunnerPoisonByte * 0x101u);
+// Run fills the device output with kRunnerPoisonByte (kernels/output_poison.h) before every
+// launch, so an unwritten element shows.
 
 // Device in, device out: no copies, no poisoning, no synchronization (benchmarks, graphs).
 struct DeviceBatch {

@@ -4,14 +4,9 @@
 
 #include "fmt/core.h"
 #include "kernels/kernel_instantiations.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
-
-absl::Status LaunchGroupedGemm(const DeviceGemmArgs& args) {
-  absl::StatusOr<LaunchPlan> plan = PlanLaunch(args.tactic, args.groups, args.n, args.k, args.row_offsets);
-  if (!plan.ok()) return plan.status();
-  return LaunchPlannedGroupedGemm(args, *plan);
-}
 
 absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPlan& planned) {
   const LaunchPlan* plan = &planned;
@@ -39,7 +34,7 @@ absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPl
                       .partial_bytes = args.partial_bytes,
                       .stream = args.stream,
                       .dependent = args.dependent};
-  if (absl::Status status = CheckLaunch(launch, *plan); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(CheckLaunch(launch, *plan));
   if (plan->ctas() == 0) return absl::OkStatus();  // no rows: nothing to compute or write
   const bool ordinary = args.transform == Transform::kOrdinary;
   const cudaError_t error =

@@ -1,6 +1,6 @@
-// Checked launch of one grouped GEMM on device pointers: plans, checks every pointer and the
-// workspace, and only then launches. No copies, no synchronization (callers: GemmRunner,
-// benchmarks). Errors come back before any launch; a CUDA launch error becomes Internal.
+// Checked launch of one grouped GEMM on device pointers with a plan made beforehand (PlanLaunch
+// or PlanCapacityLaunch): checks every pointer and the workspace against the plan, and only then
+// launches. No copies, no synchronization (callers: GemmRunner, the MoE layer). Errors come back before any launch; a CUDA launch error becomes Internal.
 #pragma once
 
 #include <cstdint>
@@ -36,9 +36,8 @@ struct DeviceGemmArgs {
   bool dependent = false;  // see KernelLaunch
 };
 
-absl::Status LaunchGroupedGemm(const DeviceGemmArgs& args);
-
-// The same with a plan made beforehand: a capacity launch (PlanCapacityLaunch, with
+// `plan` is PlanLaunch(args.tactic, args.groups, args.n, args.k, args.row_offsets) (GemmRunner
+// makes it once per run, with the route), or a capacity launch (PlanCapacityLaunch, with
 // args.tile_map) for CUDA Graph replay, where args.row_offsets is not consulted.
 absl::Status LaunchPlannedGroupedGemm(const DeviceGemmArgs& args, const LaunchPlan& plan);
 

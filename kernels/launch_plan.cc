@@ -8,6 +8,7 @@
 #include "kernels/builtin_kernels.h"
 #include "kernels/tile_raster.h"
 #include "reference/split_plan.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 namespace {
@@ -27,8 +28,8 @@ absl::Status CheckPointer(std::string_view what, const void* pointer, size_t ali
 // A self-routed launch (tile_routing.h): its device pointers and a routing one CTA can schedule.
 absl::Status CheckTileRouting(const TileRouting& r) {
   if (r.expert_ids == nullptr) return absl::OkStatus();
-  if (absl::Status s = CheckPointer("tile_routing expert_ids", r.expert_ids, alignof(int32_t)); !s.ok()) return s;
-  if (absl::Status s = CheckPointer("tile_routing tokens", r.tokens, alignof(int32_t)); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(CheckPointer("tile_routing expert_ids", r.expert_ids, alignof(int32_t)));
+  MXDIFF_RETURN_IF_ERROR(CheckPointer("tile_routing tokens", r.tokens, alignof(int32_t)));
   if (r.max_tokens < 1 || r.top_k < 1 || r.max_tokens * r.top_k > kMaxSelfRoutedEntries) {
     return absl::InvalidArgumentError(fmt::format(
         "tile_routing: {} tokens x top_k {} must be 1..{} entries (one CTA schedules them)", r.max_tokens, r.top_k,
@@ -45,7 +46,7 @@ absl::Status CheckTileRouting(const TileRouting& r) {
 
 absl::StatusOr<LaunchPlan> PlanLaunch(const Tactic& tactic, int groups, int n, int k,
                                       std::span<const int32_t> row_offsets) {
-  if (absl::Status status = ValidateTactic(tactic); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(ValidateTactic(tactic));
   LaunchPlan plan;
   plan.shape_index = CtaShapeIndex(tactic);
   if (plan.shape_index < 0) {
@@ -121,28 +122,28 @@ absl::Status CheckLaunch(const KernelLaunch& launch, const LaunchPlan& plan) {
       launch.m_tiles != plan.m_tiles || launch.n_tiles != plan.n_tiles) {
     return absl::InvalidArgumentError("launch fields disagree with its plan");
   }
-  if (absl::Status s = CheckPointer("row_offsets", launch.row_offsets, alignof(int32_t)); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(CheckPointer("row_offsets", launch.row_offsets, alignof(int32_t)));
   if (launch.tile_map != nullptr) {  // read as one 16-byte entry per tile
-    if (absl::Status s = CheckPointer("tile_map", launch.tile_map, 16); !s.ok()) return s;
+    MXDIFF_RETURN_IF_ERROR(CheckPointer("tile_map", launch.tile_map, 16));
   }
   // Activations are read 8 bytes at a time and codes 16 at a time (rows of K/2 bytes, K a
   // multiple of 32, keep every row aligned when the base is).
-  if (absl::Status s = CheckPointer("activations", launch.activations, 8); !s.ok()) return s;
-  if (absl::Status s = CheckPointer("codes", launch.codes, 16); !s.ok()) return s;
-  if (absl::Status s = CheckPointer("scales", launch.scales, alignof(uint16_t)); !s.ok()) return s;
-  if (absl::Status s = CheckPointer("output", launch.output, alignof(uint16_t)); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(CheckPointer("activations", launch.activations, 8));
+  MXDIFF_RETURN_IF_ERROR(CheckPointer("codes", launch.codes, 16));
+  MXDIFF_RETURN_IF_ERROR(CheckPointer("scales", launch.scales, alignof(uint16_t)));
+  MXDIFF_RETURN_IF_ERROR(CheckPointer("output", launch.output, alignof(uint16_t)));
   if (launch.row_source != nullptr) {
-    if (absl::Status s = CheckPointer("row_source", launch.row_source, alignof(int32_t)); !s.ok()) return s;
+    MXDIFF_RETURN_IF_ERROR(CheckPointer("row_source", launch.row_source, alignof(int32_t)));
   }
-  if (absl::Status s = CheckTileRouting(launch.tile_routing); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(CheckTileRouting(launch.tile_routing));
   const bool gathered = launch.row_source != nullptr || launch.tile_routing.expert_ids != nullptr;
   if (launch.record != nullptr) {  // written 8 bytes at a time, as the activations are read
     if (!gathered) return absl::InvalidArgumentError("record is only for a gathered launch (row_source or tile_routing)");
-    if (absl::Status s = CheckPointer("record", launch.record, 8); !s.ok()) return s;
+    MXDIFF_RETURN_IF_ERROR(CheckPointer("record", launch.record, 8));
   }
   if (plan.splits > 1) {
-    if (absl::Status s = CheckPointer("split-K semaphores", launch.semaphores, alignof(int32_t)); !s.ok()) return s;
-    if (absl::Status s = CheckPointer("split-K partials", launch.partials, kPartialsAlign); !s.ok()) return s;
+    MXDIFF_RETURN_IF_ERROR(CheckPointer("split-K semaphores", launch.semaphores, alignof(int32_t)));
+    MXDIFF_RETURN_IF_ERROR(CheckPointer("split-K partials", launch.partials, kPartialsAlign));
     if (launch.semaphore_count < plan.semaphore_count || launch.partial_bytes < plan.partial_bytes) {
       return absl::InvalidArgumentError(fmt::format(
           "workspace too small: {} splits over {} tiles need {} semaphores and {} partial bytes, got {} and {}",

@@ -5,6 +5,7 @@
 #include "fmt/core.h"
 #include "kernels/cuda_status.h"
 #include "kernels/mma_probe_kernel.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 namespace {
@@ -40,14 +41,14 @@ absl::StatusOr<MmaProbeResult> RunMmaProbe(const MmaProbeInput& input, int devic
     cudaGetLastError();
     return absl::UnavailableError(fmt::format("no CUDA device {} ({} found)", device, count));
   }
-  if (absl::Status s = CudaStatus(cudaSetDevice(device), "cudaSetDevice"); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
   ProbeBuffers buffers;
   const size_t operand_bytes = operand * sizeof(uint16_t);
   const size_t accumulator_bytes = accumulators * sizeof(uint32_t);
   for (auto [pointer, bytes] : {std::pair{&buffers.a, operand_bytes}, std::pair{&buffers.b, operand_bytes},
                                 std::pair{&buffers.c, accumulator_bytes}, std::pair{&buffers.d, accumulator_bytes},
                                 std::pair{&buffers.arch, sizeof(int)}}) {
-    if (absl::Status s = CudaStatus(cudaMalloc(pointer, bytes), "cudaMalloc"); !s.ok()) return s;
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(pointer, bytes), "cudaMalloc"));
   }
   if (absl::Status s = CudaStatus(cudaMemcpy(buffers.a, input.a.data(), operand_bytes, cudaMemcpyHostToDevice),
                                   "copy A");

@@ -11,6 +11,7 @@
 #include "kernels/grouped_gemm_launch.h"
 #include "kernels/launch_plan.h"
 #include "kernels/moe_layer_kernels.h"
+#include "kernels/output_poison.h"
 #include "kernels/tile_map.h"
 #include "reference/prepare_layer_scales.h"
 #include "reference/status_macros.h"
@@ -35,10 +36,6 @@ struct GemmState {
   DeviceBuffer semaphores;
   DeviceBuffer partials;
 };
-
-bool SameRoute(const Route& a, const Route& b) {
-  return a.variant == b.variant && a.reason == b.reason && a.tactic == b.tactic;
-}
 
 class CudaMoeLayer final : public MoeLayer {
  public:
@@ -289,7 +286,7 @@ class CudaMoeLayer final : public MoeLayer {
     if (config_.poison_stages && mask == kMoeStageAll) {
       for (DeviceBuffer* buffer : {&header_, &row_offsets_, &row_token_, &entry_row_, &gemm_[0].tile_map,
                              &gemm_[1].tile_map, &gathered_, &w13_out_, &activated_, &w2_out_, &output_}) {
-        MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(buffer->as<void>(), 0xFF, buffer->bytes(), stream), "poison"));
+        MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(buffer->as<void>(), kRunnerPoisonByte, buffer->bytes(), stream), "poison"));
       }
     }
     // A W13 that routes itself needs nothing of the routing kernel: it goes first, and the routing
@@ -422,7 +419,7 @@ class CudaMoeLayer final : public MoeLayer {
     absl::StatusOr<MoeLayerRoutes> now = DecideMoeRoutes(runner_.registry(), gemm_[0].tactic, gemm_[1].tactic,
                                                          *request_, gemm_[0].layer, gemm_[1].layer);
     if (!now.ok()) return now.status();
-    if (!SameRoute(now->w13, routes_.w13) || !SameRoute(now->w2, routes_.w2)) {
+    if (now->w13 != routes_.w13 || now->w2 != routes_.w2) {
       routes_ = *now;
       if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
       exec_ = nullptr;
@@ -479,7 +476,7 @@ class CudaMoeLayer final : public MoeLayer {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MoeLayer>> MoeLayer::Create(GemmRunner& runner, const MoeLayerConfig& config) {
-  if (absl::Status status = ValidateMoeShape(config.shape); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(ValidateMoeShape(config.shape));
   if (config.max_tokens < 1 || config.max_tokens > kMaxMoeTokens) {
     return absl::InvalidArgumentError(fmt::format("max_tokens must be 1..{}, got {}", kMaxMoeTokens, config.max_tokens));
   }
@@ -494,7 +491,7 @@ absl::StatusOr<std::unique_ptr<MoeLayer>> MoeLayer::Create(GemmRunner& runner, c
     return absl::InvalidArgumentError(fmt::format("swiglu_limit must be finite and positive, got {}", config.swiglu_limit));
   }
   auto layer = std::make_unique<CudaMoeLayer>(runner, config);
-  if (absl::Status status = layer->Initialize(); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(layer->Initialize());
   return std::unique_ptr<MoeLayer>(std::move(layer));
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/core.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 
@@ -30,6 +31,10 @@ std::string_view RouteReasonName(RouteReason reason) {
     case RouteReason::kFoldedMissing: return "folded-missing";
   }
   return "invalid";
+}
+
+std::string DescribeRoute(const Route& route) {
+  return fmt::format("{} {} ({})", TransformName(route.variant), TacticName(route.tactic), RouteReasonName(route.reason));
 }
 
 void KernelRegistry::Add(const Tactic& tactic, Transform transform) {
@@ -73,7 +78,7 @@ std::vector<Tactic> KernelRegistry::OrdinaryTactics() const {
 absl::StatusOr<Route> DecideRoute(const KernelRegistry& registry, const Tactic& ordinary_tactic,
                                   TransformRequest request, FallbackPolicy policy, bool layer_admitted,
                                   std::string_view refusal_detail) {
-  if (absl::Status status = ValidateTactic(ordinary_tactic); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(ValidateTactic(ordinary_tactic));
   if (absl::Status status = registry.CheckLaunchable(ordinary_tactic, Transform::kOrdinary); !status.ok()) {
     return status;
   }

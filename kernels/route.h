@@ -71,7 +71,16 @@ struct Route {
   Tactic tactic;                             // exactly the ordinary tactic
   RouteReason reason = RouteReason::kOrdinaryRequested;
   std::string detail;                        // e.g. the first refused byte and its position
+
+  // The same route: the same variant runs the same tactic for the same reason. `detail` is prose
+  // about the decision (which byte refused the layer) and not part of the route.
+  friend bool operator==(const Route& a, const Route& b) {
+    return a.variant == b.variant && a.reason == b.reason && a.tactic == b.tactic;
+  }
 };
+
+// "folded 8x128x64/s16/w0 (folded-admitted)": a route in reports, findings and messages.
+std::string DescribeRoute(const Route& route);
 
 // `layer_admitted` and `refusal_detail` come from the reference's admission verdict, computed
 // once when the layer's scales were prepared. Errors: InvalidArgument when the tactic is invalid

@@ -5,6 +5,7 @@
 
 #include "fmt/core.h"
 #include "reference/bulk_loop.h"
+#include "reference/hash.h"
 #include "reference/transform.h"
 
 namespace mxdiff {
@@ -55,10 +56,9 @@ std::string AdmissionRuleVersionOf(const std::array<bool, 256>& admitted) {
   // FNV-1a over the rule's name and the 256 table entries: any change of the derived set (or a
   // rename of the rule) gives another version.
   constexpr std::string_view kRuleName = "fold-bitwise-equal-all-codes";
-  uint64_t digest = 0xcbf29ce484222325ull;
-  auto mix = [&digest](uint8_t byte) { digest = (digest ^ byte) * 0x100000001b3ull; };
-  for (char c : kRuleName) mix(uint8_t(c));
-  for (bool entry : admitted) mix(entry ? 1 : 0);
+  uint64_t digest = kFnv1a64Basis;
+  for (char c : kRuleName) digest = Fnv1a64Mix(digest, uint8_t(c));
+  for (bool entry : admitted) digest = Fnv1a64Mix(digest, entry ? 1 : 0);
   return fmt::format("{}/{}/fnv1a64:{:016x}", kRuleName, DescribeAdmittedSet(admitted), digest);
 }
 

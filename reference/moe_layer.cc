@@ -3,6 +3,7 @@
 #include "fmt/core.h"
 #include "reference/moe_layer_combine.h"
 #include "reference/reference_gemm.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 
@@ -25,7 +26,7 @@ absl::Status ValidateMoeShape(const MoeShape& shape) {
 }
 
 absl::Status ValidateMoeProblem(const MoeLayerProblem& p) {
-  if (absl::Status status = ValidateMoeShape(p.shape); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(ValidateMoeShape(p.shape));
   const MoeShape& s = p.shape;
   if (p.routing.tokens < 0) return absl::InvalidArgumentError(fmt::format("tokens {} < 0", p.routing.tokens));
   const size_t entries = size_t(p.routing.tokens) * size_t(s.top_k);
@@ -47,7 +48,7 @@ absl::Status ValidateMoeProblem(const MoeLayerProblem& p) {
 }
 
 absl::StatusOr<MoeSchedule> ScheduleMoeRouting(const MoeShape& shape, const MoeRouting& routing) {
-  if (absl::Status status = ValidateMoeShape(shape); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(ValidateMoeShape(shape));
   const int k = shape.top_k;
   const size_t entries = size_t(routing.tokens) * size_t(k);
   if (routing.tokens < 0 || routing.expert_ids.size() != entries) {
@@ -118,7 +119,7 @@ uint16_t MoeCombineElement(const MoeLayerProblem& p, const MoeSchedule& schedule
 }
 
 absl::StatusOr<MoeLayerStages> ReferenceMoeLayer(const MoeLayerProblem& p, const MoeLayerOptions& options) {
-  if (absl::Status status = ValidateMoeProblem(p); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(ValidateMoeProblem(p));
   MoeLayerStages stages;
   absl::StatusOr<MoeSchedule> schedule = ScheduleMoeRouting(p.shape, p.routing);
   if (!schedule.ok()) return schedule.status();

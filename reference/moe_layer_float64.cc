@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "fmt/core.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 namespace {
@@ -131,7 +132,7 @@ double SwigluF64(uint16_t gate, uint16_t up, double limit) {
 }
 
 absl::StatusOr<MoeLayerFloat64> Float64MoeLayer(const MoeLayerProblem& p, const MoeLayerOptions& options) {
-  if (absl::Status status = ValidateMoeProblem(p); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(ValidateMoeProblem(p));
   absl::StatusOr<MoeSchedule> schedule = ScheduleMoeRouting(p.shape, p.routing);
   if (!schedule.ok()) return schedule.status();
   const int hidden = p.shape.hidden, inter = p.shape.intermediate;

@@ -13,6 +13,7 @@
 #include "reference/fp16.h"
 #include "reference/gemm_plan.h"
 #include "reference/split_plan.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 namespace internal {
@@ -140,8 +141,8 @@ uint32_t ScalarElement(const GemmPlan& plan, const uint16_t* activations, const 
 }
 
 absl::Status Validate(const GroupedProblem& problem, const ReferenceOptions& options) {
-  if (absl::Status status = ValidateProblem(problem); !status.ok()) return status;
-  if (absl::Status status = ValidateTactic(options.tactic); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(ValidateProblem(problem));
+  MXDIFF_RETURN_IF_ERROR(ValidateTactic(options.tactic));
   if (int(options.model) >= kStepModelCount) {
     return absl::InvalidArgumentError(fmt::format("unknown step model {}", int(options.model)));
   }
@@ -165,7 +166,7 @@ bool ReferenceFastPathAvailable() { return internal::FastPathSupportedByCpu(); }
 
 absl::Status ReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
                               std::vector<uint32_t>& output) {
-  if (absl::Status status = Validate(problem, options); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(Validate(problem, options));
   const bool fast_available = internal::FastPathSupportedByCpu();
   if (options.path == ReferencePath::kFast && !fast_available) {
     return absl::UnimplementedError("the fast reference path needs a CPU with AVX2 and FMA");
@@ -223,7 +224,7 @@ absl::Status ReferenceGemmF32(const GroupedProblem& problem, const ReferenceOpti
 absl::Status ReferenceGemm(const GroupedProblem& problem, const ReferenceOptions& options,
                            std::vector<uint16_t>& output) {
   std::vector<uint32_t> f32;
-  if (absl::Status status = ReferenceGemmF32(problem, options, f32); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(ReferenceGemmF32(problem, options, f32));
   output.resize(f32.size());
   for (size_t i = 0; i < f32.size(); ++i) output[i] = f32_to_f16_rne(bits_to_f32(f32[i]));
   return absl::OkStatus();
@@ -231,7 +232,7 @@ absl::Status ReferenceGemm(const GroupedProblem& problem, const ReferenceOptions
 
 absl::StatusOr<ElementTrace> TraceElement(const GroupedProblem& problem, const ReferenceOptions& options,
                                           int row, int column) {
-  if (absl::Status status = Validate(problem, options); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(Validate(problem, options));
   if (row < 0 || row >= problem.rows()) {
     return absl::OutOfRangeError(fmt::format("row {} outside [0, {})", row, problem.rows()));
   }

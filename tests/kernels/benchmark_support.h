@@ -13,16 +13,9 @@
 
 #include "absl/status/statusor.h"
 #include "fmt/core.h"
+#include "kernels/cuda_status.h"
 
 namespace mxdiff::testing {
-
-#define BENCH_CUDA(expression)                                                                             \
-  do {                                                                                                     \
-    if (cudaError_t _error = (expression); _error != cudaSuccess) {                                        \
-      fmt::print(stderr, "{}:{}: {}: {}\n", __FILE__, __LINE__, #expression, cudaGetErrorString(_error)); \
-      std::exit(1);                                                                                        \
-    }                                                                                                      \
-  } while (false)
 
 template <typename T>
 T OrDie(absl::StatusOr<T> value, const char* what) {
@@ -39,6 +32,11 @@ inline void OrDie(const absl::Status& status, const char* what) {
     std::exit(1);
   }
 }
+
+// A failed CUDA call prints where and why (CudaStatus's text) and exits 1.
+#define BENCH_CUDA(expression)                                                           \
+  ::mxdiff::testing::OrDie(::mxdiff::CudaStatus((expression), #expression),               \
+                           fmt::format("{}:{}", __FILE__, __LINE__).c_str())
 
 inline double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "kernels/cuda_status.h"
+#include "reference/status_macros.h"
 #include "reference/transform.h"
 #include "tests/kernels/dequantize_word_device.h"
 
@@ -32,11 +34,6 @@ __global__ void CompareKernel(const uint16_t* expected, DeviceMismatches* mismat
       atomicCAS(&mismatches->first, ~0ull, (unsigned long long)(index) << 19 | unsigned(k) << 16 | got);
     }
   }
-}
-
-absl::Status CudaStatus(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
 }
 
 // Frees what it holds on every path out.
@@ -75,8 +72,8 @@ absl::StatusOr<WordMismatches> CompareDequantizeWordOnDevice(const std::vector<u
     return status;
   }
   CompareKernel<<<2 * kScaleBits, 256>>>(device_expected.data, device_mismatches.data);
-  if (absl::Status status = CudaStatus(cudaGetLastError(), "launch"); !status.ok()) return status;
-  if (absl::Status status = CudaStatus(cudaDeviceSynchronize(), "CompareKernel"); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGetLastError(), "launch"));
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "CompareKernel"));
   if (absl::Status status = CudaStatus(
           cudaMemcpy(&found, device_mismatches.data, sizeof found, cudaMemcpyDeviceToHost), "cudaMemcpy");
       !status.ok()) {

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "kernels/cuda_status.h"
+#include "reference/status_macros.h"
 #include "tests/kernels/ffma_rate.h"
 
 namespace mxdiff::testing {
@@ -27,19 +29,15 @@ __global__ void FfmaKernel(float seed, float* sink) {
   if (total == 12345.0f) *sink = total;  // keeps the chains alive
 }
 
-absl::Status Check(cudaError_t error) {
-  return error == cudaSuccess ? absl::OkStatus() : absl::InternalError(cudaGetErrorString(error));
-}
-
 }  // namespace
 
 absl::StatusOr<double> MeasureFfmaPerSecond() {
   int device = 0;
   cudaDeviceProp properties{};
-  if (absl::Status s = Check(cudaGetDevice(&device)); !s.ok()) return s;
-  if (absl::Status s = Check(cudaGetDeviceProperties(&properties, device)); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties"));
   float* sink = nullptr;
-  if (absl::Status s = Check(cudaMalloc(&sink, sizeof(float))); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&sink, sizeof(float)), "cudaMalloc"));
   const int blocks = properties.multiProcessorCount * 8;
   const int threads = 256;
   cudaEvent_t start, stop;
@@ -50,7 +48,7 @@ absl::StatusOr<double> MeasureFfmaPerSecond() {
   constexpr int kLaunches = 10;
   for (int i = 0; i < kLaunches; ++i) FfmaKernel<<<blocks, threads>>>(1.0f, sink);
   cudaEventRecord(stop);
-  absl::Status status = Check(cudaEventSynchronize(stop));
+  absl::Status status = CudaStatus(cudaEventSynchronize(stop), "cudaEventSynchronize");
   float milliseconds = 0;
   cudaEventElapsedTime(&milliseconds, start, stop);
   cudaEventDestroy(start);

@@ -17,7 +17,9 @@
 namespace mxdiff::testing {
 namespace {
 
-// A NaN no kernel writes (NaNs come out canonical 0x7FFF): an unwritten element shows up.
+// The host copy's fill: a NaN no kernel writes (NaNs come out canonical 0x7FFF), and on purpose
+// not the device poison kRunnerOutputPoison, so an element Run never copied back (0x7E01) tells
+// itself apart from one no kernel wrote (0xFFFF).
 constexpr uint16_t kPoison = 0x7E01;
 
 std::vector<uint16_t> Reference(const RandomLayer& layer, Transform transform, const Tactic& tactic) {

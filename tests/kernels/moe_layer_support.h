@@ -11,24 +11,16 @@
 #include <vector>
 
 #include "kernels/moe_layer.h"
+#include "reference/hash.h"
 #include "reference/moe_layer.h"
 
 namespace mxdiff::testing {
 
 // SplitMix64: filling a gigabyte of weights with std::mt19937_64 would dominate a test.
-class FastRng {
+class FastRng : public SplitMix64 {
  public:
-  explicit FastRng(uint64_t seed) : state_(seed) {}
-  uint64_t operator()() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  using SplitMix64::SplitMix64;
   void Fill(std::span<uint8_t> bytes);
-
- private:
-  uint64_t state_;
 };
 
 // Raw scale bytes of the DeepSeek V4 checkpoint's distribution: 114..126 (all admitted).

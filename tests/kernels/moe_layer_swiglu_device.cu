@@ -3,6 +3,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "kernels/cuda_status.h"
+#include "reference/status_macros.h"
 #include "reference/moe_layer_combine.h"
 #include "reference/swiglu.h"
 #include "tests/kernels/moe_layer_swiglu_device.h"
@@ -10,16 +12,11 @@
 namespace mxdiff::testing {
 namespace {
 
-absl::Status Cuda(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
-}
-
 template <typename T>
 struct Device {
   T* data = nullptr;
   ~Device() { cudaFree(data); }
-  absl::Status Allocate(size_t count) { return Cuda(cudaMalloc(&data, count * sizeof(T) + 16), "cudaMalloc"); }
+  absl::Status Allocate(size_t count) { return CudaStatus(cudaMalloc(&data, count * sizeof(T) + 16), "cudaMalloc"); }
 };
 
 __global__ void SwigluSweepKernel(const uint16_t* ups, int up_count, float limit, uint16_t* out) {
@@ -47,15 +44,15 @@ unsigned Blocks(size_t threads) { return unsigned((threads + 255) / 256); }
 
 template <typename T>
 absl::Status Upload(Device<T>& device, std::span<const T> host) {
-  if (absl::Status status = device.Allocate(host.size()); !status.ok()) return status;
-  return Cuda(cudaMemcpy(device.data, host.data(), host.size_bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  MXDIFF_RETURN_IF_ERROR(device.Allocate(host.size()));
+  return CudaStatus(cudaMemcpy(device.data, host.data(), host.size_bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
 }
 
 template <typename T>
 absl::StatusOr<std::vector<T>> Download(const Device<T>& device, size_t count) {
-  if (absl::Status status = Cuda(cudaDeviceSynchronize(), "kernel"); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "kernel"));
   std::vector<T> host(count);
-  if (absl::Status status = Cuda(cudaMemcpy(host.data(), device.data, count * sizeof(T), cudaMemcpyDeviceToHost),
+  if (absl::Status status = CudaStatus(cudaMemcpy(host.data(), device.data, count * sizeof(T), cudaMemcpyDeviceToHost),
                                  "cudaMemcpy");
       !status.ok()) {
     return status;
@@ -68,19 +65,19 @@ absl::StatusOr<std::vector<T>> Download(const Device<T>& device, size_t count) {
 absl::StatusOr<std::vector<uint16_t>> DeviceSwigluSweep(std::span<const uint16_t> ups, float limit) {
   Device<uint16_t> device_ups, out;
   const size_t count = size_t(65536) * ups.size();
-  if (absl::Status status = Upload(device_ups, ups); !status.ok()) return status;
-  if (absl::Status status = out.Allocate(count); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(Upload(device_ups, ups));
+  MXDIFF_RETURN_IF_ERROR(out.Allocate(count));
   SwigluSweepKernel<<<Blocks(count), 256>>>(device_ups.data, int(ups.size()), limit, out.data);
-  if (absl::Status status = Cuda(cudaGetLastError(), "launch"); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGetLastError(), "launch"));
   return Download(out, count);
 }
 
 static absl::StatusOr<std::vector<uint32_t>> RunExp(std::span<const uint32_t> inputs, bool silu) {
   Device<uint32_t> in, out;
-  if (absl::Status status = Upload(in, inputs); !status.ok()) return status;
-  if (absl::Status status = out.Allocate(inputs.size()); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(Upload(in, inputs));
+  MXDIFF_RETURN_IF_ERROR(out.Allocate(inputs.size()));
   ExpKernel<<<Blocks(inputs.size()), 256>>>(in.data, inputs.size(), silu, out.data);
-  if (absl::Status status = Cuda(cudaGetLastError(), "launch"); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGetLastError(), "launch"));
   return Download(out, inputs.size());
 }
 
@@ -97,7 +94,7 @@ absl::StatusOr<std::vector<uint32_t>> DeviceCombine(std::span<const uint32_t> ac
     if (!status.ok()) return status;
   }
   CombineKernel<<<Blocks(acc.size()), 256>>>(device_acc.data, device_weight.data, device_y.data, acc.size(), out.data);
-  if (absl::Status status = Cuda(cudaGetLastError(), "launch"); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaGetLastError(), "launch"));
   return Download(out, 2 * acc.size());
 }
 

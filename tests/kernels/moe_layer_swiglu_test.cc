@@ -33,11 +33,11 @@ TEST(MoeLayerSwigluDeviceTest, SwigluOverEveryGateEqualsTheHost) {
   absl::StatusOr<std::vector<uint16_t>> device = DeviceSwigluSweep(ups, kSwigluLimit);
   ASSERT_TRUE(device.ok()) << device.status();
   size_t mismatches = 0;
-  uint64_t hash = kFnvBasis;
+  uint64_t hash = kFnv1a64Basis;
   for (uint32_t gate = 0; gate < 65536; ++gate) {
     for (size_t u = 0; u < ups.size(); ++u) {
       const uint16_t got = (*device)[size_t(gate) * ups.size() + u];
-      hash = Fnv1aBits(hash, got, 2);
+      hash = Fnv1a64MixLittleEndian(hash, got, 2);
       const uint16_t want = swiglu_f16(uint16_t(gate), ups[u], kSwigluLimit);
       if (got != want && mismatches++ < 5) {
         ADD_FAILURE() << fmt::format("gate 0x{:04x} up 0x{:04x}: device 0x{:04x}, host 0x{:04x}", gate, ups[u], got,
@@ -60,10 +60,10 @@ TEST(MoeLayerSwigluDeviceTest, ExpAndSiluEqualTheHost) {
   ASSERT_TRUE(exp.ok()) << exp.status();
   ASSERT_TRUE(silu.ok()) << silu.status();
   size_t mismatches = 0;
-  uint64_t hash = kFnvBasis;
+  uint64_t hash = kFnv1a64Basis;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const float x = bits_to_f32(inputs[i]);
-    hash = Fnv1aBits(hash, (*exp)[i], 4);
+    hash = Fnv1a64MixLittleEndian(hash, (*exp)[i], 4);
     // exp returns a NaN input unchanged on both sides: exact bits. silu's fp32 operations may
     // give a NaN another payload on the host (x86 keeps the operand's) than on the device (the
     // canonical NaN); the payload is not part of the contract, since the layer rounds every NaN

@@ -1,10 +1,9 @@
 #include "tests/kernels/random_layer.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <set>
 
 #include "fmt/core.h"
+#include "reference/scale_class.h"
 
 namespace mxdiff::testing {
 
@@ -48,26 +47,16 @@ RandomLayer MakeRandomLayer(std::mt19937_64& rng, int n, int k, std::span<const 
   layer.codes.resize(size_t(layer.groups) * n * k / 2);
   for (uint8_t& byte : layer.codes) byte = uint8_t(rng());
   layer.scales.resize(size_t(layer.groups) * n * k / kBlockK);
+  const RawRange admitted = ScaleClassRange(ScaleClass::kAdmitted);
+  const unsigned admitted_count = unsigned(admitted.last - admitted.first) + 1;
   for (uint8_t& raw : layer.scales) {
     if (scale_bytes == ScaleBytes::kAdmitted) {
-      raw = uint8_t(113 + rng() % 16);
+      raw = uint8_t(admitted.first + rng() % admitted_count);
     } else {
       raw = rng() % 32 == 0 ? uint8_t(rng()) : uint8_t(100 + rng() % 41);
     }
   }
   return layer;
-}
-
-uint64_t TestSeed(const char* what) {
-  uint64_t seed = 0;
-  if (const char* text = std::getenv("MXDIFF_SEED"); text != nullptr && *text != '\0') {
-    seed = std::strtoull(text, nullptr, 0);
-  } else {
-    seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
-  }
-  fmt::print("{}: seed {} (replay with MXDIFF_SEED={})\n", what, seed, seed);
-  std::fflush(stdout);
-  return seed;
 }
 
 std::string DescribeMismatch(std::span<const uint16_t> expected, std::span<const uint16_t> got, int n) {

@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "reference/problem.h"
+#include "tests/reference/test_seed.h"  // TestSeed(what): the kernel tests' seeds
 
 namespace mxdiff::testing {
 
 enum class ScaleBytes {
-  kAdmitted,  // raw 113..128: the folded transform equals the ordinary one
+  kAdmitted,  // uniform over ScaleClassRange(ScaleClass::kAdmitted): folded equals ordinary
   kWide,      // mostly raw 100..140 (flushed, admitted and large blocks), 1 in 32 any byte 0..255
 };
 
@@ -33,9 +34,6 @@ struct RandomLayer {
 // finite values instead of moderate normals (magnitudes 2^-6..2^4).
 RandomLayer MakeRandomLayer(std::mt19937_64& rng, int n, int k, std::span<const int> rows_per_group,
                             ScaleBytes scale_bytes, double special_rate = 0.0);
-
-// MXDIFF_SEED if set, else a fresh random seed; printed either way so a failure replays.
-uint64_t TestSeed(const char* what);
 
 // "" when equal, else the count and the first few differing elements.
 std::string DescribeMismatch(std::span<const uint16_t> expected, std::span<const uint16_t> got, int n);

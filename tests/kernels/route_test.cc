@@ -131,5 +131,24 @@ TEST(RouteTest, NamesAreStable) {
   EXPECT_EQ(FallbackPolicyName(FallbackPolicy::kFailClosed), "fail-closed");
 }
 
+// A route is its variant, tactic and reason; the detail (prose) does not count.
+TEST(RouteTest, EqualityIsVariantTacticAndReason) {
+  const Route folded{
+      .variant = Transform::kFolded, .tactic = kTactic, .reason = RouteReason::kFoldedAdmitted, .detail = ""};
+  Route other = folded;
+  other.detail = "raw 112 at [0, 0]";
+  EXPECT_TRUE(folded == other);
+  other = folded;
+  other.variant = Transform::kOrdinary;
+  EXPECT_FALSE(folded == other);
+  other = folded;
+  other.reason = RouteReason::kFoldedMissing;
+  EXPECT_FALSE(folded == other);
+  other = folded;
+  other.tactic.swizzle = kTactic.swizzle + 1;
+  EXPECT_TRUE(folded != other);
+  EXPECT_EQ(DescribeRoute(folded), "folded 16x128x32/s3/w1 (folded-admitted)");
+}
+
 }  // namespace
 }  // namespace mxdiff

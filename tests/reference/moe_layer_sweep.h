@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "reference/hash.h"
+
 namespace mxdiff::testing {
 
 // The up values of the sweep: every special and boundary class, then a spread of all exponents
@@ -28,13 +30,7 @@ inline std::vector<uint32_t> ExpSweepInputs() {
   return inputs;
 }
 
-inline uint64_t Fnv1aBits(uint64_t hash, uint32_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) hash = (hash ^ ((value >> (8 * i)) & 0xFF)) * 0x100000001b3ull;
-  return hash;
-}
-inline constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
-
-// FNV-1a of the sweeps' results (fp16 bits little-endian, then fp32 bits), computed once with
+// FNV-1a (reference/hash.h) of the sweeps' results (fp16 bits little-endian, then fp32 bits), computed once with
 // gcc 12 -O2 (ISO C++20, -ffp-contract=off) and not to move: the clang libFuzzer build checks
 // them too, and the device test hashes the GPU's results against the same constants.
 inline constexpr uint64_t kSwigluHash = 0x4a2cf7a7e690884dull;

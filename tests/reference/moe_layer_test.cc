@@ -23,8 +23,6 @@ namespace mxdiff {
 namespace {
 
 using testing::ExpSweepInputs;
-using testing::Fnv1aBits;
-using testing::kFnvBasis;
 
 std::vector<uint16_t> SweepUps() { return testing::SwigluSweepUps(); }
 
@@ -90,12 +88,12 @@ using testing::kExpHash;
 
 TEST(SwigluTest, BitsArePinnedAcrossCompilers) {
   const std::vector<uint16_t> ups = SweepUps();
-  uint64_t hash = kFnvBasis;
+  uint64_t hash = kFnv1a64Basis;
   for (uint32_t gate = 0; gate < 65536; ++gate) {
-    for (uint16_t up : ups) hash = Fnv1aBits(hash, swiglu_f16(uint16_t(gate), up, kSwigluLimit), 2);
+    for (uint16_t up : ups) hash = Fnv1a64MixLittleEndian(hash, swiglu_f16(uint16_t(gate), up, kSwigluLimit), 2);
   }
-  uint64_t exp_hash = kFnvBasis;
-  for (uint32_t bits : ExpSweepInputs()) exp_hash = Fnv1aBits(exp_hash, f32_to_bits(swiglu_exp(bits_to_f32(bits))), 4);
+  uint64_t exp_hash = kFnv1a64Basis;
+  for (uint32_t bits : ExpSweepInputs()) exp_hash = Fnv1a64MixLittleEndian(exp_hash, f32_to_bits(swiglu_exp(bits_to_f32(bits))), 4);
   EXPECT_EQ(hash, kSwigluHash) << fmt::format("swiglu hash 0x{:016x}", hash);
   EXPECT_EQ(exp_hash, kExpHash) << fmt::format("exp hash 0x{:016x}", exp_hash);
 }

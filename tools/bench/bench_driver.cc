@@ -7,7 +7,9 @@
 #include <memory>
 
 #include "fmt/format.h"
+#include "kernels/cuda_status.h"
 #include "kernels/gemm_runner.h"
+#include "reference/status_macros.h"
 #include "tools/bench/bit_compare.h"
 #include "tools/bench/device_arms.h"
 #include "tools/bench/nvml_monitor.h"
@@ -28,9 +30,7 @@ class Stream {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   absl::Status Create() {
-    const cudaError_t error = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
-    if (error == cudaSuccess) return absl::OkStatus();
-    return absl::InternalError(fmt::format("cudaStreamCreate: {}", cudaGetErrorString(error)));
+    return CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   }
   void* get() const { return stream_; }
 
@@ -109,7 +109,7 @@ class ShapeBench {
       report.experiments.push_back(Paired(Protocol::kSameArm, config_.a, config_.a, Pattern::kAbba, false, ++seed));
       if (config_.naive) report.experiments.push_back(Naive(++seed));
     }
-    if (absl::Status health = runner_.CheckDevice(); !health.ok()) return health;
+    MXDIFF_RETURN_IF_ERROR(runner_.CheckDevice());
 
     VerdictInput input;
     input.bits_equal = true;
@@ -343,7 +343,7 @@ absl::StatusOr<BenchReport> RunBench(const BenchConfig& config) {
   absl::StatusOr<std::unique_ptr<GemmRunner>> runner = GemmRunner::Create(config.device);
   if (!runner.ok()) return runner.status();
   Stream stream;
-  if (absl::Status status = stream.Create(); !status.ok()) return status;
+  MXDIFF_RETURN_IF_ERROR(stream.Create());
   BenchReport report;
   report.command = config.command;
   report.seed = config.seed;

@@ -8,12 +8,12 @@ std::string DescribeUnwritten(std::span<const uint16_t> output, int n) {
   size_t count = 0;
   size_t first = 0;
   for (size_t i = 0; i < output.size(); ++i) {
-    if (output[i] != kPoisonBits) continue;
+    if (output[i] != kRunnerOutputPoison) continue;
     if (count++ == 0) first = i;
   }
   if (count == 0) return "";
   return fmt::format("{} of {} elements unwritten (still 0x{:04x}), first at row {} col {}", count, output.size(),
-                     kPoisonBits, first / size_t(n), first % size_t(n));
+                     kRunnerOutputPoison, first / size_t(n), first % size_t(n));
 }
 
 std::string DescribeBitDifference(std::span<const uint16_t> a, std::span<const uint16_t> b, int n) {

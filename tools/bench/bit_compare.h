@@ -5,12 +5,12 @@
 #include <span>
 #include <string>
 
+#include "kernels/output_poison.h"
+
 namespace mxdiff::bench {
 
-// The poison every arm's output is filled with before a run: a NaN no kernel writes.
-inline constexpr uint16_t kPoisonBits = 0xFFFF;
-
-// "" when every element of `output` was written (none is kPoisonBits), else how many were not
+// "" when every element of `output` was written (none is kRunnerOutputPoison, the poison every
+// arm's output is filled with before a run: kernels/output_poison.h), else how many were not
 // and where the first one is.
 std::string DescribeUnwritten(std::span<const uint16_t> output, int n);
 

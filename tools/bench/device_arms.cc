@@ -12,13 +12,12 @@
 #include "fuzz/modules/external_module.h"
 #include "kernels/cuda_status.h"
 #include "kernels/device_buffer.h"
+#include "reference/scale_class.h"
 #include "reference/status_macros.h"
 #include "tools/bench/bit_compare.h"
 
 namespace mxdiff::bench {
 namespace {
-
-static_assert(kPoisonBits == kRunnerOutputPoison, "the bench poisons outputs as GemmRunner::Run does");
 
 cudaStream_t AsStream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
@@ -66,10 +65,7 @@ class GraphArm final : public BenchArm {
   }
 
   absl::Status Init() {
-    absl::StatusOr<DeviceMemory> output =
-        DeviceMemory::Allocate(size_t(sets_.rows()) * sets_.n() * sizeof(uint16_t), "arm output");
-    if (!output.ok()) return output.status();
-    output_ = *std::move(output);
+    MXDIFF_RETURN_IF_ERROR(output_.Allocate(size_t(sets_.rows()) * sets_.n() * sizeof(uint16_t), "arm output"));
     return events_.Create();
   }
 
@@ -78,11 +74,11 @@ class GraphArm final : public BenchArm {
 
   absl::StatusOr<std::vector<uint16_t>> RunSet(int index) override {
     MXDIFF_RETURN_IF_ERROR(
-        CudaStatus(cudaMemsetAsync(output_.get(), kRunnerPoisonByte, output_.bytes(), stream_), "poison output"));
+        CudaStatus(cudaMemsetAsync(output_.as<void>(), kRunnerPoisonByte, output_.bytes(), stream_), "poison output"));
     MXDIFF_RETURN_IF_ERROR(Launch(index));
     std::vector<uint16_t> bits(output_.bytes() / sizeof(uint16_t));
     MXDIFF_RETURN_IF_ERROR(
-        CudaStatus(cudaMemcpyAsync(bits.data(), output_.get(), output_.bytes(), cudaMemcpyDeviceToHost, stream_), "copy output"));
+        CudaStatus(cudaMemcpyAsync(bits.data(), output_.as<void>(), output_.bytes(), cudaMemcpyDeviceToHost, stream_), "copy output"));
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), fmt::format("{} on set {}", label_, index)));
     if (std::string unwritten = DescribeUnwritten(bits, sets_.n()); !unwritten.empty()) {
       return absl::InternalError(fmt::format("{} on set {}: {}", label_, index, unwritten));
@@ -127,7 +123,7 @@ class GraphArm final : public BenchArm {
   absl::StatusOr<std::vector<uint16_t>> LastOutput() override {
     std::vector<uint16_t> bits(output_.bytes() / sizeof(uint16_t));
     MXDIFF_RETURN_IF_ERROR(
-        CudaStatus(cudaMemcpyAsync(bits.data(), output_.get(), output_.bytes(), cudaMemcpyDeviceToHost, stream_), "copy output"));
+        CudaStatus(cudaMemcpyAsync(bits.data(), output_.as<void>(), output_.bytes(), cudaMemcpyDeviceToHost, stream_), "copy output"));
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "copy output"));
     return bits;
   }
@@ -138,7 +134,7 @@ class GraphArm final : public BenchArm {
     const DeviceBatch batch{.row_offsets = sets_.row_offsets(),
                             .device_row_offsets = sets_.device_row_offsets(),
                             .activations = sets_.device_activations(),
-                            .output = static_cast<uint16_t*>(output_.get()),
+                            .output = output_.as<uint16_t>(),
                             .stream = stream_};
     absl::StatusOr<Route> route = sets_.runner().RunOnDevice(sets_.set(index), batch, request_);
     if (!route.ok()) return route.status();
@@ -153,7 +149,7 @@ class GraphArm final : public BenchArm {
   cudaStream_t stream_;
   int calls_;
   L2Flusher* flusher_;
-  DeviceMemory output_;
+  DeviceBuffer output_;
   Events events_;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
@@ -207,7 +203,7 @@ class HostArm final : public BenchArm {
 
  private:
   absl::Status Call(int index) {
-    std::fill(output_.begin(), output_.end(), kPoisonBits);
+    std::fill(output_.begin(), output_.end(), kRunnerOutputPoison);
     absl::StatusOr<Route> route = run_(index, output_);
     if (!route.ok()) return absl::Status(route.status().code(), fmt::format("{}: {}", label_, std::string(route.status().message())));
     route_ = DescribeRoute(*route);
@@ -227,34 +223,6 @@ class HostArm final : public BenchArm {
 
 }  // namespace
 
-absl::StatusOr<DeviceMemory> DeviceMemory::Allocate(size_t bytes, std::string_view what) {
-  DeviceMemory memory;
-  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&memory.data_, std::max<size_t>(bytes, 16)),
-                             fmt::format("cudaMalloc of {} bytes ({})", bytes, what)));
-  memory.bytes_ = bytes;
-  return memory;
-}
-
-DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept : data_(other.data_), bytes_(other.bytes_) {
-  other.data_ = nullptr;
-  other.bytes_ = 0;
-}
-
-DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
-  if (this != &other) {
-    if (data_ != nullptr) cudaFree(data_);
-    data_ = other.data_;
-    bytes_ = other.bytes_;
-    other.data_ = nullptr;
-    other.bytes_ = 0;
-  }
-  return *this;
-}
-
-DeviceMemory::~DeviceMemory() {
-  if (data_ != nullptr) cudaFree(data_);
-}
-
 HostLayer MakeHostLayer(uint64_t seed, int groups, int n, int k) {
   SplitMix64 rng(seed);
   HostLayer layer;
@@ -264,10 +232,12 @@ HostLayer MakeHostLayer(uint64_t seed, int groups, int n, int k) {
     for (size_t j = i; j < std::min(i + 8, layer.codes.size()); ++j, bits >>= 8) layer.codes[j] = uint8_t(bits);
   }
   layer.scales.resize(size_t(groups) * n * (k / kBlockK));
+  const RawRange admitted = ScaleClassRange(ScaleClass::kAdmitted);
+  const unsigned admitted_count = unsigned(admitted.last - admitted.first) + 1;
   for (size_t i = 0; i < layer.scales.size(); i += 16) {
     uint64_t bits = rng.Next();
     for (size_t j = i; j < std::min(i + 16, layer.scales.size()); ++j, bits >>= 4) {
-      layer.scales[j] = uint8_t(113 + (bits & 15));
+      layer.scales[j] = uint8_t(admitted.first + (bits & 15) % admitted_count);
     }
   }
   return layer;
@@ -294,7 +264,7 @@ absl::StatusOr<std::unique_ptr<LayerSets>> LayerSets::Create(GemmRunner& runner,
   for (int g = 0; g < groups; ++g) sets->row_offsets_.push_back(sets->row_offsets_.back() + rows_per_group);
   sets->activations_ = MakeActivations(seed ^ 0xAC71'0A71'0000'0000ull, size_t(sets->rows()) * k);
   for (int i = 0; i < count; ++i) {
-    HostLayer layer = MakeHostLayer(seed + 0x9E3779B97F4A7C15ull * uint64_t(i + 1), groups, n, k);
+    HostLayer layer = MakeHostLayer(seed + SplitMix64::kGamma * uint64_t(i + 1), groups, n, k);
     absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared = runner.Prepare(groups, n, k, layer.codes, layer.scales);
     if (!prepared.ok()) return prepared.status();
     if (!(*prepared)->admission().admitted) {
@@ -304,18 +274,13 @@ absl::StatusOr<std::unique_ptr<LayerSets>> LayerSets::Create(GemmRunner& runner,
     sets->sets_.push_back(*std::move(prepared));
     if (keep_host) sets->host_.push_back(std::move(layer));
   }
-  absl::StatusOr<DeviceMemory> offsets =
-      DeviceMemory::Allocate(sets->row_offsets_.size() * sizeof(int32_t), "row offsets");
-  if (!offsets.ok()) return offsets.status();
-  sets->device_offsets_ = *std::move(offsets);
-  absl::StatusOr<DeviceMemory> activations =
-      DeviceMemory::Allocate(sets->activations_.size() * sizeof(uint16_t), "activations");
-  if (!activations.ok()) return activations.status();
-  sets->device_activations_ = *std::move(activations);
+  MXDIFF_RETURN_IF_ERROR(sets->device_offsets_.Allocate(sets->row_offsets_.size() * sizeof(int32_t), "row offsets"));
+  MXDIFF_RETURN_IF_ERROR(
+      sets->device_activations_.Allocate(sets->activations_.size() * sizeof(uint16_t), "activations"));
   // Complete before return: the arms launch on non-blocking streams, which do not wait for the null stream.
-  MXDIFF_RETURN_IF_ERROR(CopyToDeviceAndWait(sets->device_offsets_.get(), sets->row_offsets_.data(),
+  MXDIFF_RETURN_IF_ERROR(CopyToDeviceAndWait(sets->device_offsets_.as<void>(), sets->row_offsets_.data(),
                                              sets->row_offsets_.size() * sizeof(int32_t), nullptr, "copy row offsets"));
-  MXDIFF_RETURN_IF_ERROR(CopyToDeviceAndWait(sets->device_activations_.get(), sets->activations_.data(),
+  MXDIFF_RETURN_IF_ERROR(CopyToDeviceAndWait(sets->device_activations_.as<void>(), sets->activations_.data(),
                                              sets->activations_.size() * sizeof(uint16_t), nullptr,
                                              "copy activations"));
   return sets;
@@ -325,18 +290,12 @@ absl::StatusOr<std::unique_ptr<L2Flusher>> L2Flusher::Create(int device) {
   int l2_bytes = 0;
   MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device), "L2 size"));
   auto flusher = std::make_unique<L2Flusher>();
-  absl::StatusOr<DeviceMemory> memory = DeviceMemory::Allocate(2 * size_t(std::max(l2_bytes, 1 << 20)), "L2 flush");
-  if (!memory.ok()) return memory.status();
-  flusher->memory_ = *std::move(memory);
+  MXDIFF_RETURN_IF_ERROR(flusher->memory_.Allocate(2 * size_t(std::max(l2_bytes, 1 << 20)), "L2 flush"));
   return flusher;
 }
 
 absl::Status L2Flusher::Flush(void* stream) {
-  return CudaStatus(cudaMemsetAsync(memory_.get(), ++value_, memory_.bytes(), AsStream(stream)), "L2 flush");
-}
-
-std::string DescribeRoute(const Route& route) {
-  return fmt::format("{} {} ({})", TransformName(route.variant), TacticName(route.tactic), RouteReasonName(route.reason));
+  return CudaStatus(cudaMemsetAsync(memory_.as<void>(), ++value_, memory_.bytes(), AsStream(stream)), "L2 flush");
 }
 
 absl::StatusOr<std::unique_ptr<BenchArm>> MakeGraphArm(std::string label, const LayerSets& sets, RunRequest request,

@@ -16,29 +16,14 @@
 
 #include "absl/status/statusor.h"
 #include "fuzz/modules/gemm_module.h"
+#include "kernels/device_buffer.h"
 #include "kernels/gemm_runner.h"
 #include "tools/bench/experiment.h"
 #include "tools/bench/stats.h"
 
 namespace mxdiff::bench {
 
-// A device allocation (cudaMalloc), freed on destruction.
-class DeviceMemory {
- public:
-  static absl::StatusOr<DeviceMemory> Allocate(size_t bytes, std::string_view what);
-  DeviceMemory() = default;
-  DeviceMemory(DeviceMemory&& other) noexcept;
-  DeviceMemory& operator=(DeviceMemory&& other) noexcept;
-  ~DeviceMemory();
-  void* get() const { return data_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
-
-// Random weights and activations. Scale bytes are raw 113..128, the admitted range, so the folded
+// Random weights and activations. Scale bytes are uniform over ScaleClassRange(kAdmitted), so the folded
 // transform is exact and both variants must give the same bits; codes are any byte;
 // activations are normal fp16 of magnitude 2^-6..2^4 (never zeros: they can run faster).
 struct HostLayer {
@@ -63,8 +48,8 @@ class LayerSets {
   size_t set_bytes() const { return set_bytes_; }
   const std::vector<int32_t>& row_offsets() const { return row_offsets_; }
   const std::vector<uint16_t>& activations() const { return activations_; }
-  const int32_t* device_row_offsets() const { return static_cast<const int32_t*>(device_offsets_.get()); }
-  const uint16_t* device_activations() const { return static_cast<const uint16_t*>(device_activations_.get()); }
+  const int32_t* device_row_offsets() const { return device_offsets_.as<const int32_t>(); }
+  const uint16_t* device_activations() const { return device_activations_.as<const uint16_t>(); }
   const PreparedLayer& set(int i) const { return *sets_[size_t(i)]; }
   bool has_host() const { return !host_.empty(); }
   const HostLayer& host(int i) const { return host_[size_t(i)]; }  // keep_host only
@@ -78,8 +63,8 @@ class LayerSets {
   size_t set_bytes_ = 0;
   std::vector<int32_t> row_offsets_;
   std::vector<uint16_t> activations_;
-  DeviceMemory device_offsets_;
-  DeviceMemory device_activations_;
+  DeviceBuffer device_offsets_;
+  DeviceBuffer device_activations_;
   std::vector<std::unique_ptr<PreparedLayer>> sets_;
   std::vector<HostLayer> host_;
 };
@@ -92,7 +77,7 @@ class L2Flusher {
   size_t bytes() const { return memory_.bytes(); }
 
  private:
-  DeviceMemory memory_;
+  DeviceBuffer memory_;
   uint8_t value_ = 0;
 };
 
@@ -129,6 +114,5 @@ absl::StatusOr<std::unique_ptr<BenchArm>> MakeExternalArm(std::string label, con
                                                           const LayerSets& sets, void* stream, int calls,
                                                           L2Flusher* flusher);
 
-std::string DescribeRoute(const Route& route);
 
 }  // namespace mxdiff::bench

@@ -46,13 +46,6 @@ Summary Summarize(std::vector<double> values) {
   return summary;
 }
 
-uint64_t SplitMix64::Next() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 BootstrapResult BootstrapMedian(std::span<const double> values, int resamples, double confidence, uint64_t seed) {
   BootstrapResult result;
   result.estimate = Median(std::vector<double>(values.begin(), values.end()));

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "reference/hash.h"  // SplitMix64: the bootstrap's stream, recomputable from the printed seed
+
 namespace mxdiff::bench {
 
 // Quantile q in [0, 1] of ascending `sorted` by linear interpolation between closest ranks
@@ -34,19 +36,6 @@ struct Summary {
 
 // All zero for an empty input.
 Summary Summarize(std::vector<double> values);
-
-// Sebastiano Vigna's SplitMix64: tiny, fully specified, so a bootstrap can be recomputed in any
-// language from the printed seed (std::uniform_int_distribution is not portable).
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next();
-  // Next() % n: the modulo bias is below 2^-40 for the sample counts a benchmark reaches.
-  uint64_t Below(uint64_t n) { return Next() % n; }
-
- private:
-  uint64_t state_;
-};
 
 struct Interval {
   double low = 0;

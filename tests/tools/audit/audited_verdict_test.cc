@@ -5,16 +5,10 @@
 
 #include "gtest/gtest.h"
 #include "reference/admission.h"
+#include "tests/reference/test_seed.h"
 
 namespace mxdiff {
 namespace {
-
-uint64_t Seed() {
-  const char* env = std::getenv("MXDIFF_SEED");
-  const uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  std::printf("seed %llu (MXDIFF_SEED replays)\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
 
 TEST(AdmissionRuleVersion, NamesTheRuleAndTheDerivedSet) {
   const std::string& version = AdmissionRuleVersion();
@@ -34,7 +28,7 @@ TEST(AdmissionRuleVersion, ChangesWithAnyEntryOfTheTable) {
 }
 
 TEST(ScaleHistogram, RefusedCountAgreesWithAdmitLayer) {
-  std::mt19937_64 rng(Seed());
+  std::mt19937_64 rng(testing::TestSeed());
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<uint8_t> bytes(rng() % 3000);
     const int lo = int(rng() % 256), width = 1 + int(rng() % 40);

@@ -6,16 +6,10 @@
 #include "gtest/gtest.h"
 #include "reference/admission.h"
 #include "checkpoint/byte_histogram.h"
+#include "tests/reference/test_seed.h"
 
 namespace mxdiff::audit {
 namespace {
-
-uint64_t Seed() {
-  const char* env = std::getenv("MXDIFF_SEED");
-  const uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  std::printf("seed %llu (MXDIFF_SEED replays)\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
 
 void ExpectSameCounts(std::span<const uint8_t> bytes, const std::string& what) {
   ScaleHistogram fast{}, scalar{};
@@ -27,7 +21,7 @@ void ExpectSameCounts(std::span<const uint8_t> bytes, const std::string& what) {
 
 TEST(ByteHistogram, EqualsTheDefinitionOnEveryRangeAndSize) {
   std::printf("CountBytes takes the %s path on this CPU\n", internal::CountBytesAvx2Supported() ? "AVX2" : "scalar");
-  std::mt19937_64 rng(Seed());
+  std::mt19937_64 rng(testing::TestSeed());
   const std::vector<size_t> sizes = {0, 1, 7, 31, 32, 33, 63, 64, 255, 8159, 8160, 8161, 8192, 16320, 16321, 50000};
   for (int lo = 0; lo < 256; lo += 3) {
     for (int width : {1, 2, 7, 8, 9, 15, 16, 17, 40, 256}) {
@@ -43,7 +37,7 @@ TEST(ByteHistogram, EqualsTheDefinitionOnEveryRangeAndSize) {
 }
 
 TEST(ByteHistogram, LongRunsOfOneValueAndMixedBlocks) {
-  std::mt19937_64 rng(Seed());
+  std::mt19937_64 rng(testing::TestSeed());
   for (int value : {0, 1, 112, 120, 127, 128, 254, 255}) {
     ExpectSameCounts(std::vector<uint8_t>(3 * 8160 + 77, uint8_t(value)), "run of " + std::to_string(value));
   }

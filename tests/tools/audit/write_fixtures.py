@@ -3,7 +3,10 @@
 `ml_dtypes`' float8_e8m0fnu, so that the C++ parser is tested on files the reference
 implementation wrote. Run by ctest (fixture `audit_fixtures`) into the build folder:
 
-  write_fixtures.py OUT_DIR [--seed N]
+  write_fixtures.py OUT_DIR --mxdiff PATH [--seed N]
+
+The admitted scale bytes are asked of the built `mxdiff transform-table` (the derivation in
+reference/admission.cc), never typed here; "raw 113..128" below is what it answers today.
 
 OUT_DIR/
   deepseek/     a scaled-down DeepSeek V4 checkpoint, 3 shards + model.safetensors.index.json:
@@ -22,8 +25,11 @@ OUT_DIR/
                  the oracle the C++ tests compare the audit with.
 """
 import argparse
+import csv
+import io
 import json
 import os
+import subprocess
 import sys
 
 import ml_dtypes
@@ -31,7 +37,16 @@ import numpy as np
 from safetensors.numpy import save_file
 
 LAYERS, EXPERTS, HIDDEN, INTER = 4, 4, 256, 64
-ADMITTED = (113, 128)  # the fold admission set (reference/admission.cc derives it; the tests check)
+ADMITTED = None  # (first, last) raw byte of the fold admission set, from admitted_range()
+
+
+def admitted_range(mxdiff):
+    """The admitted raw bytes as `mxdiff transform-table` derives them: one contiguous range."""
+    table = subprocess.run([mxdiff, "transform-table"], check=True, capture_output=True, text=True).stdout
+    raws = sorted({int(row["raw"]) for row in csv.DictReader(io.StringIO(table)) if row["admitted"] == "1"})
+    if not raws or raws != list(range(raws[0], raws[-1] + 1)):
+        sys.exit(f"write_fixtures: mxdiff transform-table admits no single range of raw bytes: {raws}")
+    return raws[0], raws[-1]
 
 
 def e8m0(raw):
@@ -43,8 +58,8 @@ class Writer:
         self.rng = rng
         self.expected = {"tensors": {}, "layers": {}, "planted": []}
 
-    def scales(self, shape, name, low=ADMITTED[0], high=ADMITTED[1]):
-        raw = self.rng.integers(low, high + 1, size=shape, dtype=np.uint8)
+    def scales(self, shape, name):
+        raw = self.rng.integers(ADMITTED[0], ADMITTED[1] + 1, size=shape, dtype=np.uint8)
         return raw
 
     def codes(self, shape):
@@ -89,7 +104,8 @@ def write_deepseek(out, writer):
     raws["layers.0.attn.wq_a"] = np.array([[120, 121]], dtype=np.uint8)
     shards[0]["layers.0.attn.wq_a.scale"] = raws["layers.0.attn.wq_a"]
 
-    planted = [("layers.1.ffn.experts.2.w3", (5, 3), 112, "layers.1.ffn.experts.W13"),
+    # Just below the admitted range, and the NaN byte.
+    planted = [("layers.1.ffn.experts.2.w3", (5, 3), ADMITTED[0] - 1, "layers.1.ffn.experts.W13"),
                ("layers.2.ffn.experts.0.w2", (100, 1), 255, "layers.2.ffn.experts.W2")]
     for base, position, value, layer in planted:
         raws[base][position] = value
@@ -127,9 +143,9 @@ def write_gptoss(out, writer):
         for projection, (n, k) in (("gate_up_proj", (2 * INTER, HIDDEN)), ("down_proj", (HIDDEN, INTER))):
             raw = writer.scales((EXPERTS, n, k // 32), projection)
             if layer == 1 and projection == "down_proj":
-                raw[2, 7, 1] = 129
+                raw[2, 7, 1] = ADMITTED[1] + 1  # just above the admitted range
                 writer.expected["planted"].append({"tensor": f"{prefix}.{projection}_scales", "position": [2, 7, 1],
-                                                   "raw": 129, "layer": f"{prefix}.W2"})
+                                                   "raw": ADMITTED[1] + 1, "layer": f"{prefix}.W2"})
             tensors[f"{prefix}.{projection}_scales"] = raw
             tensors[f"{prefix}.{projection}_blocks"] = writer.rng.integers(0, 256, size=(EXPERTS, n, k // 32, 16),
                                                                           dtype=np.uint8)
@@ -165,9 +181,13 @@ def write_decode_table(out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out")
+    parser.add_argument("--mxdiff", required=True, help="the built mxdiff, asked for the admitted scale bytes")
     parser.add_argument("--seed", type=int, default=int(os.environ.get("MXDIFF_SEED", "20261208")))
     args = parser.parse_args()
-    print(f"write_fixtures: seed {args.seed} (MXDIFF_SEED replays), into {args.out}")
+    global ADMITTED
+    ADMITTED = admitted_range(args.mxdiff)
+    print(f"write_fixtures: seed {args.seed} (MXDIFF_SEED replays), admitted raw {ADMITTED[0]}..{ADMITTED[1]}"
+          f" (from {args.mxdiff} transform-table), into {args.out}")
     os.makedirs(args.out, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     writer = Writer(rng)
