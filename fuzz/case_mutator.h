@@ -23,27 +23,13 @@
 
 #include "fuzz/case_format.h"
 #include "reference/decode_shapes.h"
+#include "reference/hash.h"
 
 namespace mxdiff::fuzz {
 
 // A small, fast generator (SplitMix64; a UniformRandomBitGenerator): the mutator seeds one per
 // mutation, and std::mt19937_64's seeding alone cost more than the mutation.
-class CaseRng {
- public:
-  using result_type = uint64_t;
-  explicit CaseRng(uint64_t seed) : state_(seed) {}
-  static constexpr uint64_t min() { return 0; }
-  static constexpr uint64_t max() { return ~uint64_t{0}; }
-  uint64_t operator()() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-
- private:
-  uint64_t state_;
-};
+using CaseRng = SplitMix64;
 
 // Size limits of a case, within the format's bounds.
 struct ShapeLimits {

@@ -7,15 +7,10 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "fuzz/mutation_sequence.h"
+#include "reference/hash.h"
 
 namespace mxdiff::fuzz {
 namespace {
-
-uint64_t Fnv1a64(std::span<const uint8_t> bytes) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (uint8_t byte : bytes) hash = (hash ^ byte) * 0x100000001b3ull;
-  return hash;
-}
 
 absl::Status WriteFile(const std::string& path, std::span<const uint8_t> bytes) {
   FILE* file = std::fopen(path.c_str(), "wb");

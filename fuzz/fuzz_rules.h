@@ -1,6 +1,6 @@
 // Rules more than one fuzz target needs, written once here (../shared/docs/RULES-TYPED-TWICE.md
-// lists where they were typed twice): route equality and text, the interesting tile sizes, and
-// the rule that maps a tactic the builtin kernels do not instantiate onto one they do.
+// lists where they were typed twice): the interesting tile sizes and the rule that maps a tactic
+// the builtin kernels do not instantiate onto one they do.
 #pragma once
 
 #include <span>
@@ -9,10 +9,6 @@
 #include "kernels/route.h"
 
 namespace mxdiff::fuzz {
-
-// kernels' Route has no operator== (yet): the one fuzz-side equality and its text.
-bool SameRoute(const Route& a, const Route& b);
-std::string RouteText(const Route& route);  // "folded (admitted) tactic 8x128x64/s1/w0"
 
 // The cta_m / cta_n sizes the mutators pick from: the builtin shapes' and the edges (a 1-wide
 // tile, the format's largest).

@@ -36,7 +36,7 @@ bool SameRouteButSwizzle(const Route& a, const Route& b) {
 }
 
 std::string RouteOrError(const absl::StatusOr<Route>& route) {
-  return route.ok() ? RouteText(*route) : route.status().ToString();
+  return route.ok() ? DescribeRoute(*route) : route.status().ToString();
 }
 
 }  // namespace
@@ -168,11 +168,11 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
     return verdict(kCheckNames[kRouteCheck], Finding{"route/folded-on-refused",
                                     fmt::format("{} ran folded on a refused layer: {}", name, admission.Describe())});
   }
-  if (!SameRoute(*run.route, *run.expected)) {
+  if (*run.route != *run.expected) {
     return verdict(kCheckNames[kRouteCheck], Finding{fmt::format("route/{}/{}-instead-of-{}", name, RouteReasonName(run.route->reason),
                                                 RouteReasonName(run.expected->reason)),
                                     fmt::format("{} reported route {}, the dispatch rules demand {}", name,
-                                                RouteText(*run.route), RouteText(*run.expected))});
+                                                DescribeRoute(*run.route), DescribeRoute(*run.expected))});
   }
   if (!verdict(kCheckNames[kRouteCheck], std::nullopt)) return false;
 
@@ -182,7 +182,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
     if (run.output[i] == kOutputPoison || run.output[i] == kRunnerOutputPoison) {
       return verdict(kCheckNames[kWrittenCheck], Finding{fmt::format("no-launch/{}/{}", name, TacticSignature(c, route.tactic)),
                                         fmt::format("{} returned route {} but left element {} (of {}) unwritten",
-                                                    name, RouteText(route), i, elements)});
+                                                    name, DescribeRoute(route), i, elements)});
     }
   }
   if (!verdict(kCheckNames[kWrittenCheck], std::nullopt)) return false;
@@ -206,7 +206,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
                             "{}; route {}",
                             name, row, column, run.output[i], f16_to_f32(run.output[i]), TransformName(route.variant),
                             StepModelName(run.model), run.reference[i], f16_to_f32(run.reference[i]),
-                            F16DistanceText(run.output[i], run.reference[i]), RouteText(route))});
+                            F16DistanceText(run.output[i], run.reference[i]), DescribeRoute(route))});
   }
   if (!verdict(kCheckNames[kBitsCheck], std::nullopt)) return false;
 
@@ -223,7 +223,7 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
                    Finding{fmt::format("nondeterminism/{}/{}", name, TacticSignature(c, route.tactic)),
                            fmt::format("{}: the case again with tactic {} gave {}", name, TacticName(again_tactic),
                                        !again.ok()                       ? again.status().ToString()
-                                       : !SameRouteButSwizzle(*again, route) ? "route " + RouteText(*again)
+                                       : !SameRouteButSwizzle(*again, route) ? "route " + DescribeRoute(*again)
                                                                          : fmt::format("element {}: 0x{:04x}, "
                                                                                        "first run 0x{:04x}",
                                                                                        first_difference,

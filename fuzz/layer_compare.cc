@@ -4,6 +4,7 @@
 
 #include "fmt/core.h"
 #include "kernels/moe_layer_plan.h"
+#include "kernels/output_poison.h"
 #include "kernels/tile_map.h"
 #include "kernels/tile_raster.h"
 
@@ -26,10 +27,10 @@ StageDifference FirstDifference(const char* stage, std::span<const T> expected, 
                              uint32_t(got[first]))};
 }
 
-// No kernel writes fp16 0xFFFF (every NaN it makes is 0x7FFF): the poison must survive beyond the rows.
+// No kernel writes the runner's poison (every NaN it makes is 0x7FFF): it must survive beyond the rows.
 StageDifference PoisonBeyond(const char* stage, std::span<const uint16_t> buffer, size_t written) {
   for (size_t i = written; i < buffer.size(); ++i) {
-    if (buffer[i] != 0xFFFF) {
+    if (buffer[i] != kRunnerOutputPoison) {
       return {stage, fmt::format("element {} beyond the routing's {} was written (0x{:04x})", i, written, buffer[i])};
     }
   }

@@ -8,17 +8,13 @@
 #include "fmt/core.h"
 #include "fuzz/layer_case_format.h"
 #include "fuzz/layer_mutator.h"
+#include "reference/hash.h"
 
 namespace mxdiff::fuzz {
 namespace {
 
-uint64_t state = 20261203;
-uint64_t Next() {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+SplitMix64 rng(20261203);
+uint64_t Next() { return rng(); }
 
 // A decode layer: hidden 64, intermediate 32, 8 experts, top-6 (+ shared), checkpoint scale bytes.
 LayerCase Base(int tokens, int replays) {

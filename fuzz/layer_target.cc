@@ -222,11 +222,11 @@ CheckResult LayerDifferential::CheckDevice(const LayerCase& c) {
     for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
       const Route& got = gemm == MoeGemm::kW13 ? replay->routes.w13 : replay->routes.w2;
       const Route& want = gemm == MoeGemm::kW13 ? expected->routes.w13 : expected->routes.w2;
-      if (!SameRoute(got, want)) {
+      if (got != want) {
         return Finding{fmt::format("layer/route/{}/{}-instead-of-{}", MoeGemmName(gemm), RouteReasonName(got.reason),
                                    RouteReasonName(want.reason)),
                        fmt::format("replay {}: {} ran {}, the dispatch rules demand {}", r, MoeGemmName(gemm),
-                                   RouteText(got), RouteText(want))};
+                                   DescribeRoute(got), DescribeRoute(want))};
       }
       if (got.variant == Transform::kFolded && !AdmitLayer(LayerScalesAt(c, gemm, r)).admitted) {
         return Finding{"layer/route/folded-on-refused", fmt::format("replay {}: {}", r, MoeGemmName(gemm))};
@@ -241,7 +241,7 @@ CheckResult LayerDifferential::CheckDevice(const LayerCase& c) {
       return Finding{fmt::format("layer/mismatch/{}/{}-{}", difference.stage, TransformName(replay->routes.w13.variant),
                                  TransformName(replay->routes.w2.variant)),
                      fmt::format("replay {} ({} tokens), routes W13 {} W2 {}: {}: {}", r, x.tokens,
-                                 RouteText(replay->routes.w13), RouteText(replay->routes.w2), difference.stage,
+                                 DescribeRoute(replay->routes.w13), DescribeRoute(replay->routes.w2), difference.stage,
                                  difference.description)};
     }
     ++replays_compared_;

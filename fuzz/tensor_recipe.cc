@@ -9,21 +9,18 @@
 
 #include "fmt/format.h"
 #include "reference/admission.h"
+#include "reference/hash.h"
 
 namespace mxdiff::fuzz {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "a code word is stored as little-endian bytes");
 
-constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
+constexpr uint64_t kGamma = SplitMix64::kGamma;
 // Mixed into the seed for the codes' second hash (the rare units), so the two are unrelated.
 constexpr uint64_t kRareSalt = 0xD1B54A32D192ED03ull;
 
-inline uint64_t Finalize(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+inline uint64_t Finalize(uint64_t z) { return SplitMix64::Finalize(z); }
 
 inline uint64_t KindSeed(TensorKind kind, uint64_t seed) { return Finalize(seed ^ (uint64_t(kind) + 1) * kGamma); }
 

@@ -9,6 +9,7 @@
 #include "fuzz/layer_case_format.h"
 #include "fuzz/layer_target.h"
 #include "reference/admission.h"
+#include "reference/hash.h"
 
 namespace mxdiff::repro {
 
@@ -37,8 +38,7 @@ int ReproLayerCase(const std::string& path, std::span<const uint8_t> bytes, bool
   }
   if (emit) {
     const std::filesystem::path dir = std::filesystem::path(regressions_dir).parent_path() / "fuzz_layer";
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (uint8_t byte : bytes) hash = (hash ^ byte) * 0x100000001b3ull;
+    const uint64_t hash = Fnv1a64(bytes);
     const std::filesystem::path file =
         dir / fmt::format("regression-{}.{:016x}.case", fuzz::SignatureStem(finding ? finding->signature : "clean"), hash);
     std::ofstream out(file, std::ios::binary);
