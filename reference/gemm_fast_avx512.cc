@@ -64,7 +64,7 @@ alignas(64) constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f
                                          -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 alignas(64) constexpr int32_t kE2m1Field[16] = {kV100ZeroField, 126, 127, 127, 128, 128, 129, 129,
                                                 kV100ZeroField, 126, 127, 127, 128, 128, 129, 129};
-alignas(16) constexpr uint8_t kZeroCodes[16] = {};
+alignas(64) constexpr uint8_t kZeroCodes[64] = {};
 
 // One 32-k block of one 16-column vector, k-major: w[k][lane] and (v100) field[k][lane].
 struct Panel {
@@ -96,6 +96,33 @@ inline void TransposeCodes(const uint8_t* const rows[kLanes], int offset, __m512
   words[1] = _mm512_shuffle_i64x2(a0, b0, 0xEE);
   words[2] = _mm512_shuffle_i64x2(a1, b1, 0x44);
   words[3] = _mm512_shuffle_i64x2(a1, b1, 0xEE);
+}
+
+// Four blocks at once: 64 bytes (one cache line when aligned) of each of 16 rows, as 16 x 16
+// words: words[block][d] holds word 4 * block + d of every row (lane = row).
+inline void TransposeCodes4(const uint8_t* const rows[kLanes], int offset, __m512i words[4][4]) {
+  __m512i r[16], t[16], u[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(rows[i] + offset);
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int g = 0; g < 4; ++g) {  // u[4g + m], 128-bit lane l: rows 4g..4g+3 of word 4l + m
+    u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x44);
+    const __m512i v1 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xEE);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x44);
+    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xEE);
+    words[0][m] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+    words[1][m] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
+    words[2][m] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+    words[3][m] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
+  }
 }
 
 // A block's 16 scale bytes: whether all are plain (for the values, or for v100 also the
@@ -200,12 +227,12 @@ struct PanelSource {
 // Computed in registers from a plain block's transposed codes (one row: no panel round trip).
 template <int V>
 struct CodeSource {
-  __m512i words[V][4];
+  const __m512i* words[V];  // the block's four transposed code words per vector
   __m512 scale[V];
   __m512i shift[V];
   __m512 values;
   __m512i fields;
-  __m512i Index(int v, int kk) const { return _mm512_srli_epi32(words[v][kk / 8], 4 * (kk % 8)); }
+  __m512i Index(int v, int kk) const { return _mm512_srli_epi32(_mm512_load_si512(words[v] + kk / 8), 4 * (kk % 8)); }
   __m512 Weight(int v, int kk) const { return _mm512_mul_ps(_mm512_permutexvar_ps(Index(v, kk), values), scale[v]); }
   __m512i Field(int v, int kk) const {
     return _mm512_add_epi32(_mm512_permutexvar_epi32(Index(v, kk), fields), shift[v]);
@@ -377,28 +404,29 @@ void RunBlock(const FastInputs& in, int group, int n0, const WideScratch& scratc
   codes.values = _mm512_load_ps(kE2m1);
   codes.fields = _mm512_load_si512(kE2m1Field);
   const PanelSource from_panel{&panel.w[0][0][0], &panel.field[0][0][0], kBlockK * kLanes};
-  // The codes of block b + 1 are loaded and transposed before block b's steps run: their loads
-  // (16 rows K/2 bytes apart per vector, often L1 misses) overlap the arithmetic.
-  const auto load_codes = [&](int b, __m512i (&words)[kVectors][4]) {
-    for (int v = 0; v < kVectors; ++v) {
-      const uint8_t* block_rows[kLanes];
-      for (int lane = 0; lane < kLanes; ++lane) {
-        block_rows[lane] = code_rows[v][lane] + size_t(code_stride[v][lane]) * size_t(b);
-        // Sixteen rows K/2 bytes apart per vector defeat the hardware prefetcher: fetch ahead.
-        if (code_stride[v][lane] != 0 && (b & 3) == 0 && b + 16 < blocks)
-          _mm_prefetch(reinterpret_cast<const char*>(block_rows[lane]) + 256, _MM_HINT_T0);
-      }
-      TransposeCodes(block_rows, 0, words[v]);
-    }
-  };
-  __m512i next_words[kVectors][4];
-  load_codes(0, next_words);
+  // Codes are read four blocks at a time, a 64-byte line per column: each line is used whole as
+  // soon as it arrives (16 rows K/2 bytes apart share few L1 sets, so lines do not stay there);
+  // lines further ahead are prefetched into L2.
+  alignas(64) __m512i words[kVectors][4][4];  // [v][block % 4][d]
   int split = 0;
   for (int b = 0; b < blocks; ++b) {
     const int k0 = b * kBlockK;
-    for (int v = 0; v < kVectors; ++v)
-      for (int d = 0; d < 4; ++d) codes.words[v][d] = next_words[v][d];
-    if (b + 1 < blocks) load_codes(b + 1, next_words);
+    if (b % 4 == 0) {
+      for (int v = 0; v < kVectors; ++v) {
+        const uint8_t* block_rows[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) {
+          block_rows[lane] = code_rows[v][lane] + size_t(code_stride[v][lane]) * size_t(b);
+          if (code_stride[v][lane] != 0 && b + 16 < blocks)
+            _mm_prefetch(reinterpret_cast<const char*>(block_rows[lane]) + 256, _MM_HINT_T1);
+        }
+        if (b + 4 <= blocks) {
+          TransposeCodes4(block_rows, 0, words[v]);
+        } else {
+          for (int bb = b; bb < blocks; ++bb) TransposeCodes(block_rows, 16 * (bb - b), words[v][bb - b]);
+        }
+      }
+    }
+    for (int v = 0; v < kVectors; ++v) codes.words[v] = words[v][b % 4];
     BlockScales block_scales[kVectors];
     bool plain = true;
     for (int v = 0; v < kVectors; ++v) {
@@ -413,7 +441,7 @@ void RunBlock(const FastInputs& in, int group, int n0, const WideScratch& scratc
         codes.scale[v] = block_scales[v].scale;
         codes.shift[v] = block_scales[v].shift;
       } else {
-        DequantizeBlock<kFields>(in, codes.words[v], block_scales[v], v, panel);
+        DequantizeBlock<kFields>(in, words[v][b % 4], block_scales[v], v, panel);
       }
     }
     // Split boundaries are multiples of lcm(32, cta_k): a block never straddles one.
