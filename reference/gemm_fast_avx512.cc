@@ -215,28 +215,57 @@ inline __m512 Flush(__m512 x) {
                             _mm512_castsi512_ps(_mm512_set1_epi32(int(0x80000000u))));
 }
 
-// Where a run of steps takes its weights (and v100 fields) for vector v at k offset kk.
+// Where a run of steps takes its weights. Per k, Prepare() turns the activation (fp32 and
+// V100Field) into what the source needs; then for vector v at k offset kk:
+//   Fma(t):      fma(a, w, t), the exact product a x w plus t rounded once;
+//   Q():         q with a x w = q x Scale(v) exactly (Scale(v) a power of two or 0 per lane);
+//   Alignment(): fa + fb up to the per-vector AlignmentShift(v) added after the max (which also
+//                takes the fp32 bias 127 off: the result is the field of 2^(ea + eb)).
 // From a dequantized panel (vectors `stride` elements apart, kLanes values per k):
 struct PanelSource {
   const float* w;
   const int32_t* field;
   int stride;
-  __m512 Weight(int v, int kk) const { return _mm512_load_ps(w + v * stride + kk * kLanes); }
-  __m512i Field(int v, int kk) const { return _mm512_load_si512(field + v * stride + kk * kLanes); }
+  struct K {
+    __m512 a;
+    __m512i fa;
+  };
+  K Prepare(float a, int32_t fa) const { return K{_mm512_set1_ps(a), _mm512_set1_epi32(fa)}; }
+  __m512 W(int v, int kk) const { return _mm512_load_ps(w + v * stride + kk * kLanes); }
+  __m512 Fma(int v, int kk, const K& k, __m512 t) const { return _mm512_fmadd_ps(k.a, W(v, kk), t); }
+  __m512 Q(int v, int kk, const K& k) const { return _mm512_mul_ps(k.a, W(v, kk)); }
+  __m512 Scale(int) const { return _mm512_set1_ps(1.0f); }
+  __m512i Alignment(int v, int kk, const K& k) const {
+    return _mm512_add_epi32(k.fa, _mm512_load_si512(field + v * stride + kk * kLanes));
+  }
+  __m512i AlignmentShift(int) const { return _mm512_set1_epi32(-127); }
 };
 // Computed in registers from a plain block's transposed codes (one row: no panel round trip).
+// Per k the activation times every E2M1 value (exact: at most 13 significant bits) and fa plus
+// every E2M1 field, shared by the vectors; a weight is then one permute, its scale one multiply
+// (or the fma's second factor): a x (e2m1 x scale) = (a x e2m1) x scale exactly.
 template <int V>
 struct CodeSource {
   const __m512i* words[V];  // the block's four transposed code words per vector
   __m512 scale[V];
-  __m512i shift[V];
+  __m512i shift[V];  // field shift - 127
   __m512 values;
   __m512i fields;
-  __m512i Index(int v, int kk) const { return _mm512_srli_epi32(_mm512_load_si512(words[v] + kk / 8), 4 * (kk % 8)); }
-  __m512 Weight(int v, int kk) const { return _mm512_mul_ps(_mm512_permutexvar_ps(Index(v, kk), values), scale[v]); }
-  __m512i Field(int v, int kk) const {
-    return _mm512_add_epi32(_mm512_permutexvar_epi32(Index(v, kk), fields), shift[v]);
+  struct K {
+    __m512 products;
+    __m512i alignments;
+  };
+  K Prepare(float a, int32_t fa) const {
+    return K{_mm512_mul_ps(_mm512_set1_ps(a), values), _mm512_add_epi32(_mm512_set1_epi32(fa), fields)};
   }
+  __m512i Index(int v, int kk) const { return _mm512_srli_epi32(_mm512_load_si512(words[v] + kk / 8), 4 * (kk % 8)); }
+  __m512 Fma(int v, int kk, const K& k, __m512 t) const {
+    return _mm512_fmadd_ps(_mm512_permutexvar_ps(Index(v, kk), k.products), scale[v], t);
+  }
+  __m512 Q(int v, int kk, const K& k) const { return _mm512_permutexvar_ps(Index(v, kk), k.products); }
+  __m512 Scale(int v) const { return scale[v]; }
+  __m512i Alignment(int v, int kk, const K& k) const { return _mm512_permutexvar_epi32(Index(v, kk), k.alignments); }
+  __m512i AlignmentShift(int v) const { return shift[v]; }
 };
 
 // kSteps steps of one row from k offset 0 of the source; a: fp32 activations, a_field: their
@@ -246,14 +275,14 @@ void StepsSm90(__m512 acc[], const float* a, const Source& source) {
   const __m512 zero = _mm512_setzero_ps();
 #pragma GCC unroll 8
   for (int s = 0; s < kSteps; ++s) {
-    const __m512 a0 = _mm512_set1_ps(a[4 * s]), a1 = _mm512_set1_ps(a[4 * s + 1]);
-    const __m512 a2 = _mm512_set1_ps(a[4 * s + 2]), a3 = _mm512_set1_ps(a[4 * s + 3]);
+    typename Source::K k[4];
+    for (int i = 0; i < 4; ++i) k[i] = source.Prepare(a[4 * s + i], 0);
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
-      __m512 t = _mm512_fmadd_ps(a0, source.Weight(v, 4 * s), zero);
-      t = _mm512_fmadd_ps(a1, source.Weight(v, 4 * s + 1), t);
-      t = _mm512_fmadd_ps(a2, source.Weight(v, 4 * s + 2), t);
-      t = _mm512_fmadd_ps(a3, source.Weight(v, 4 * s + 3), t);
+      __m512 t = source.Fma(v, 4 * s, k[0], zero);
+      t = source.Fma(v, 4 * s + 1, k[1], t);
+      t = source.Fma(v, 4 * s + 2, k[2], t);
+      t = source.Fma(v, 4 * s + 3, k[3], t);
       acc[v] = _mm512_add_ps(acc[v], t);
     }
   }
@@ -264,14 +293,14 @@ void StepsSm90Ftz(__m512 acc[], const float* a, const Source& source) {
   const __m512 zero = _mm512_setzero_ps();
 #pragma GCC unroll 8
   for (int s = 0; s < kSteps; ++s) {
-    const __m512 a0 = _mm512_set1_ps(a[4 * s]), a1 = _mm512_set1_ps(a[4 * s + 1]);
-    const __m512 a2 = _mm512_set1_ps(a[4 * s + 2]), a3 = _mm512_set1_ps(a[4 * s + 3]);
+    typename Source::K k[4];
+    for (int i = 0; i < 4; ++i) k[i] = source.Prepare(a[4 * s + i], 0);
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
-      __m512 t = Flush(_mm512_fmadd_ps(a0, source.Weight(v, 4 * s), zero));
-      t = Flush(_mm512_fmadd_ps(a1, source.Weight(v, 4 * s + 1), t));
-      t = Flush(_mm512_fmadd_ps(a2, source.Weight(v, 4 * s + 2), t));
-      t = Flush(_mm512_fmadd_ps(a3, source.Weight(v, 4 * s + 3), t));
+      __m512 t = Flush(source.Fma(v, 4 * s, k[0], zero));
+      t = Flush(source.Fma(v, 4 * s + 1, k[1], t));
+      t = Flush(source.Fma(v, 4 * s + 2, k[2], t));
+      t = Flush(source.Fma(v, 4 * s + 3, k[3], t));
       acc[v] = Flush(_mm512_add_ps(Flush(acc[v]), t));
     }
   }
@@ -282,54 +311,54 @@ void StepsSm90Ftz(__m512 acc[], const float* a, const Source& source) {
 // products (the fp32 field of 2^(ea + eb)) and X = max(P, c's field), E = X - 127:
 // - a term (product or c) truncated onto the grid 2^(E - 23) is trunc(term x 2^(23 - E)): the
 //   multiply by a power of two is exact (a result below 1 may round but truncates to 0), and
-//   |term| < 2^(E + 2) keeps it below 2^25;
+//   |term| < 2^(E + 2) keeps it below 2^25; a product is taken as q x (scale x 2^(23 - E)),
+//   the second factor a normal power of two (or 0, where every product is zero);
 // - the five terms sum exactly in int32 (below 2^28);
 // - the sum truncated to fp32 is its round-toward-zero conversion times 2^(E - 23) (exact, at
 //   least 2^-51; at or above 2^128 it is Inf, as in the model).
 // c is subnormal or zero only with a smaller field than any nonzero product, so it neither sets
-// E nor survives the truncation, as in the model. Two kinds of lanes take c + ((p0 + p1) +
-// (p2 + p3)) + 0 in fp32 instead: lanes whose products are all zero (the model returns c, -0 as
-// +0: exactly c + 0), and lanes with Inf or NaN among c and the products (the model's rules are
-// IEEE's for one sum: NaN operand or Inf x 0 makes a NaN product, Infs of both signs give NaN,
-// otherwise an Inf wins; finite terms cannot overflow: |c| <= FLT_MAX, products < 2^32).
+// E nor survives the truncation, as in the model. Two kinds of lanes take
+// c + (((q0 + q1) + (q2 + q3)) x scale + 0) in fp32 instead: lanes whose products are all zero
+// (the model returns c, -0 as +0: exactly c + 0), and lanes with Inf or NaN among c and the
+// products (the model's rules are IEEE's for one sum: NaN operand or Inf x 0 makes a NaN, Infs
+// of both signs give NaN, otherwise an Inf wins; finite terms cannot overflow: |c| <= FLT_MAX,
+// |q| < 2^19 and scale <= 2^15 on the in-register route, scale 1 from the panel).
 template <int V, int kSteps, class Source>
 void StepsV100(__m512 acc[], const float* a, const int32_t* a_field, const Source& source) {
   const __m512i exponent_mask = _mm512_set1_epi32(0x7F800000);
   const __m512i down_base = _mm512_set1_epi32(277 << 23);  // 2^(23 - E) = field 277 - X
   const __m512i up_base = _mm512_set1_epi32(23 << 23);     // 2^(E - 23) = field X - 23
-  const __m512i field_bias = _mm512_set1_epi32(127);
   const __m512 zero = _mm512_setzero_ps();
 #pragma GCC unroll 8
   for (int s = 0; s < kSteps; ++s) {
-    __m512 av[4];
-    __m512i af[4];
-    for (int i = 0; i < 4; ++i) {
-      av[i] = _mm512_set1_ps(a[4 * s + i]);
-      af[i] = _mm512_set1_epi32(a_field[4 * s + i]);
-    }
+    typename Source::K k[4];
+    for (int i = 0; i < 4; ++i) k[i] = source.Prepare(a[4 * s + i], a_field[4 * s + i]);
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
-      __m512 p[4];
-      __m512i largest = _mm512_add_epi32(af[0], source.Field(v, 4 * s));
-      p[0] = _mm512_mul_ps(av[0], source.Weight(v, 4 * s));
+      __m512 q[4];
+      __m512i largest = source.Alignment(v, 4 * s, k[0]);
+      q[0] = source.Q(v, 4 * s, k[0]);
       for (int i = 1; i < 4; ++i) {
-        p[i] = _mm512_mul_ps(av[i], source.Weight(v, 4 * s + i));
-        largest = _mm512_max_epi32(largest, _mm512_add_epi32(af[i], source.Field(v, 4 * s + i)));
+        q[i] = source.Q(v, 4 * s + i, k[i]);
+        largest = _mm512_max_epi32(largest, source.Alignment(v, 4 * s + i, k[i]));
       }
-      const __mmask16 all_zero = _mm512_cmplt_epi32_mask(largest, _mm512_setzero_si512());
-      const __m512i product_exponent = _mm512_slli_epi32(_mm512_sub_epi32(largest, field_bias), 23);
-      const __m512 products =
-          _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(p[0], p[1]), _mm512_add_ps(p[2], p[3])), zero);
+      const __m512i product_field = _mm512_add_epi32(largest, source.AlignmentShift(v));
+      const __mmask16 all_zero = _mm512_cmplt_epi32_mask(product_field, _mm512_setzero_si512());
+      const __m512i product_exponent = _mm512_slli_epi32(product_field, 23);
+      const __m512 scale = source.Scale(v);
+      const __m512 products = _mm512_add_ps(
+          _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(q[0], q[1]), _mm512_add_ps(q[2], q[3])), scale), zero);
 
       const __m512 c = acc[v];
       const __m512i x =
           _mm512_max_epi32(product_exponent, _mm512_and_si512(_mm512_castps_si512(c), exponent_mask));
       const __m512 down = _mm512_castsi512_ps(_mm512_sub_epi32(down_base, x));
       const __m512 up = _mm512_castsi512_ps(_mm512_sub_epi32(x, up_base));
-      const __m512i t01 = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_mul_ps(p[0], down)),
-                                           _mm512_cvttps_epi32(_mm512_mul_ps(p[1], down)));
-      const __m512i t23 = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_mul_ps(p[2], down)),
-                                           _mm512_cvttps_epi32(_mm512_mul_ps(p[3], down)));
+      const __m512 product_down = _mm512_mul_ps(scale, down);
+      const __m512i t01 = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_mul_ps(q[0], product_down)),
+                                           _mm512_cvttps_epi32(_mm512_mul_ps(q[1], product_down)));
+      const __m512i t23 = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_mul_ps(q[2], product_down)),
+                                           _mm512_cvttps_epi32(_mm512_mul_ps(q[3], product_down)));
       const __m512i sum =
           _mm512_add_epi32(_mm512_add_epi32(t01, t23), _mm512_cvttps_epi32(_mm512_mul_ps(c, down)));
       const __m512 fast = _mm512_mul_ps(_mm512_cvt_roundepi32_ps(sum, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), up);
@@ -439,7 +468,7 @@ void RunBlock(const FastInputs& in, int group, int n0, const WideScratch& scratc
     for (int v = 0; v < kVectors; ++v) {
       if (in_registers) {
         codes.scale[v] = block_scales[v].scale;
-        codes.shift[v] = block_scales[v].shift;
+        codes.shift[v] = _mm512_sub_epi32(block_scales[v].shift, _mm512_set1_epi32(127));
       } else {
         DequantizeBlock<kFields>(in, words[v][b % 4], block_scales[v], v, panel);
       }
