@@ -320,11 +320,12 @@ void StepsSm90Ftz(__m512 acc[], const float* a, const Source& source) {
 // E nor survives the truncation, as in the model. Two kinds of lanes take
 // c + (((q0 + q1) + (q2 + q3)) x scale + 0) in fp32 instead: lanes whose products are all zero
 // (the model returns c, -0 as +0: exactly c + 0), and lanes with Inf or NaN among c and the
-// products (the model's rules are IEEE's for one sum: NaN operand or Inf x 0 makes a NaN, Infs
+// products (only computed where a lane needs it: `inputs_special` says the step's activations
+// or weights may hold Inf or NaN) (the model's rules are IEEE's for one sum: NaN operand or Inf x 0 makes a NaN, Infs
 // of both signs give NaN, otherwise an Inf wins; finite terms cannot overflow: |c| <= FLT_MAX,
 // |q| < 2^19 and scale <= 2^15 on the in-register route, scale 1 from the panel).
 template <int V, int kSteps, class Source>
-void StepsV100(__m512 acc[], const float* a, const int32_t* a_field, const Source& source) {
+void StepsV100(__m512 acc[], const float* a, const int32_t* a_field, const Source& source, bool inputs_special) {
   const __m512i exponent_mask = _mm512_set1_epi32(0x7F800000);
   const __m512i down_base = _mm512_set1_epi32(277 << 23);  // 2^(23 - E) = field 277 - X
   const __m512i up_base = _mm512_set1_epi32(23 << 23);     // 2^(E - 23) = field X - 23
@@ -346,9 +347,6 @@ void StepsV100(__m512 acc[], const float* a, const int32_t* a_field, const Sourc
       const __mmask16 all_zero = _mm512_cmplt_epi32_mask(product_field, _mm512_setzero_si512());
       const __m512i product_exponent = _mm512_slli_epi32(product_field, 23);
       const __m512 scale = source.Scale(v);
-      const __m512 products = _mm512_add_ps(
-          _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(q[0], q[1]), _mm512_add_ps(q[2], q[3])), scale), zero);
-
       const __m512 c = acc[v];
       const __m512i x =
           _mm512_max_epi32(product_exponent, _mm512_and_si512(_mm512_castps_si512(c), exponent_mask));
@@ -361,19 +359,25 @@ void StepsV100(__m512 acc[], const float* a, const int32_t* a_field, const Sourc
                                            _mm512_cvttps_epi32(_mm512_mul_ps(q[3], product_down)));
       const __m512i sum =
           _mm512_add_epi32(_mm512_add_epi32(t01, t23), _mm512_cvttps_epi32(_mm512_mul_ps(c, down)));
-      const __m512 fast = _mm512_mul_ps(_mm512_cvt_roundepi32_ps(sum, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), up);
-      const __m512 plain_sum = _mm512_add_ps(c, products);
-      const __mmask16 slow = all_zero | _mm512_fpclass_ps_mask(plain_sum, kInfOrNan);
-      acc[v] = _mm512_mask_mov_ps(fast, slow, plain_sum);
+      acc[v] = _mm512_mul_ps(_mm512_cvt_roundepi32_ps(sum, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), up);
+      // Without Inf or NaN among the inputs and c, and with a nonzero product in every lane, no
+      // lane takes the plain sum.
+      if (inputs_special || (all_zero | _mm512_fpclass_ps_mask(c, kInfOrNan)) != 0) {
+        const __m512 products = _mm512_add_ps(
+            _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(q[0], q[1]), _mm512_add_ps(q[2], q[3])), scale), zero);
+        const __m512 plain_sum = _mm512_add_ps(c, products);
+        const __mmask16 slow = all_zero | _mm512_fpclass_ps_mask(plain_sum, kInfOrNan);
+        acc[v] = _mm512_mask_mov_ps(acc[v], slow, plain_sum);
+      }
     }
   }
 }
 
 template <StepModel kModel, int V, int kSteps, class Source>
-void RunSteps(__m512 acc[], const float* a, const int32_t* a_field, const Source& source) {
+void RunSteps(__m512 acc[], const float* a, const int32_t* a_field, const Source& source, bool inputs_special) {
   if constexpr (kModel == StepModel::kSm90Emulated) StepsSm90<V, kSteps>(acc, a, source);
   if constexpr (kModel == StepModel::kSm90EmulatedFtz) StepsSm90Ftz<V, kSteps>(acc, a, source);
-  if constexpr (kModel == StepModel::kV100) StepsV100<V, kSteps>(acc, a, a_field, source);
+  if constexpr (kModel == StepModel::kV100) StepsV100<V, kSteps>(acc, a, a_field, source, inputs_special);
 }
 
 template <StepModel kModel>
@@ -491,9 +495,16 @@ void RunBlock(const FastInputs& in, int group, int n0, const WideScratch& scratc
       const float* a = in.activation_f32 + row_offset;
       const int32_t* a_field = kFields ? in.activation_v100_field + row_offset : nullptr;
       if (in_registers) {
-        RunSteps<kModel, kVectors, kBlockSteps>(acc, a, a_field, codes);
+        // Plain blocks hold finite weights: only an Inf or NaN activation (field 255) is special.
+        bool special = false;
+        if constexpr (kFields) {
+          const __m512i inf_or_nan = _mm512_set1_epi32(255);
+          special = (_mm512_cmpeq_epi32_mask(_mm512_loadu_si512(a_field), inf_or_nan) |
+                     _mm512_cmpeq_epi32_mask(_mm512_loadu_si512(a_field + 16), inf_or_nan)) != 0;
+        }
+        RunSteps<kModel, kVectors, kBlockSteps>(acc, a, a_field, codes, special);
       } else {
-        RunSteps<kModel, kVectors, kBlockSteps>(acc, a, a_field, from_panel);
+        RunSteps<kModel, kVectors, kBlockSteps>(acc, a, a_field, from_panel, true);
       }
       for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(row_state + v * 2 * kLanes, acc[v]);
     }
@@ -546,13 +557,13 @@ bool RunWideStepLanes(StepModel model, const uint32_t c[16], const uint16_t a[4]
   __m512 acc[1] = {_mm512_loadu_ps(reinterpret_cast<const float*>(c))};
   switch (model) {
     case StepModel::kV100:
-      RunSteps<StepModel::kV100, 1, 1>(acc, a_f32, a_field, source);
+      RunSteps<StepModel::kV100, 1, 1>(acc, a_f32, a_field, source, true);
       break;
     case StepModel::kSm90Emulated:
-      RunSteps<StepModel::kSm90Emulated, 1, 1>(acc, a_f32, a_field, source);
+      RunSteps<StepModel::kSm90Emulated, 1, 1>(acc, a_f32, a_field, source, true);
       break;
     case StepModel::kSm90EmulatedFtz:
-      RunSteps<StepModel::kSm90EmulatedFtz, 1, 1>(acc, a_f32, a_field, source);
+      RunSteps<StepModel::kSm90EmulatedFtz, 1, 1>(acc, a_f32, a_field, source, true);
       break;
     case StepModel::kExact:
       return false;
