@@ -13,55 +13,20 @@
 #include "reference/reference_gemm.h"
 #include "reference/step_model_cases.h"
 #include "tests/reference/gemm_test_problems.h"
+#include "tests/reference/special_values.h"
 #include "tests/reference/test_seed.h"
 
 namespace mxdiff {
 namespace {
 
 using testing::OwnedProblem;
+using testing::SpecialF16;
+using testing::SpecialF32;
+using testing::SpecialProblem;
 
 constexpr StepModel kWideModels[] = {StepModel::kV100, StepModel::kSm90Emulated, StepModel::kSm90EmulatedFtz};
 
 uint32_t Canonical(uint32_t bits) { return f32_is_nan(bits) ? kF32CanonicalNaN : bits; }
-
-// fp16 values weighted toward the cases the vector code treats apart.
-uint16_t SpecialF16(std::mt19937_64& rng) {
-  const uint16_t sign = uint16_t(rng() & 0x8000);
-  switch (rng() % 16) {
-    case 0:
-      return sign;  // +-0
-    case 1:
-      return uint16_t(sign | (1 + rng() % 0x3FF));  // subnormal
-    case 2:
-      return uint16_t(sign | 0x7C00);  // Inf
-    case 3:
-      return uint16_t(0x7C00 | sign | (1 + rng() % 0x3FF));  // NaN
-    case 4:
-      return uint16_t(sign | 0x7BFF);  // largest finite
-    case 5:
-      return uint16_t(sign | 0x0400 | (rng() & 0x3FF));  // smallest normal binade
-    default:
-      return uint16_t(sign | ((1 + rng() % 30) << 10) | (rng() & 0x3FF));
-  }
-}
-
-uint32_t SpecialF32(std::mt19937_64& rng) {
-  const uint32_t sign = uint32_t(rng() & 0x80000000u);
-  switch (rng() % 10) {
-    case 0:
-      return sign;
-    case 1:
-      return sign | uint32_t(1 + rng() % 0x7FFFFF);  // subnormal
-    case 2:
-      return sign | 0x7F800000u;
-    case 3:
-      return sign | 0x7F800000u | uint32_t(1 + rng() % 0x7FFFFF);
-    case 4:
-      return sign | 0x7F7FFFFFu;  // FLT_MAX
-    default:  // the products' range, where alignment and cancellation matter
-      return sign | uint32_t(rng() & 0x7FFFFF) | uint32_t(80 + rng() % 90) << 23;
-  }
-}
 
 class WideStepTest : public ::testing::TestWithParam<StepModel> {
  protected:
@@ -119,20 +84,6 @@ std::string ModelName(const ::testing::TestParamInfo<StepModel>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WideModels, WideStepTest, ::testing::ValuesIn(kWideModels), ModelName);
-
-// A problem dense in special values: activations from SpecialF16 (about a third of them zero,
-// subnormal, Inf, NaN or extreme) and, per block, scale bytes either all from the checkpoint's
-// range (the in-register route) or any byte (0xFF included: the table route).
-OwnedProblem SpecialProblem(std::mt19937_64& rng, int groups, int n, int k, int max_rows, bool dense_specials) {
-  OwnedProblem p = testing::RandomProblem(rng, groups, n, k, max_rows, testing::Values::kModerate);
-  for (uint16_t& a : p.activations) {
-    if (dense_specials || rng() % 64 == 0) a = SpecialF16(rng);
-  }
-  for (uint8_t& raw : p.scale_bytes) {
-    if (dense_specials ? rng() % 4 == 0 : rng() % 200 == 0) raw = uint8_t(rng());
-  }
-  return p;
-}
 
 struct Compared {
   int problems = 0;
