@@ -146,12 +146,13 @@ void ParallelFor(int count, int threads, const std::function<void(int item, int 
     return;
   }
   std::atomic<int> next{0};
+  const auto run = [&](int worker) {
+    for (int item = next++; item < count; item = next++) work(item, worker);
+  };
+  // The calling thread is worker 0: one thread fewer to start per call.
   std::vector<std::thread> pool;
-  for (int worker = 0; worker < threads; ++worker) {
-    pool.emplace_back([&, worker] {
-      for (int item = next++; item < count; item = next++) work(item, worker);
-    });
-  }
+  for (int worker = 1; worker < threads; ++worker) pool.emplace_back(run, worker);
+  run(0);
   for (std::thread& thread : pool) thread.join();
 }
 
