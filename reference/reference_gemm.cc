@@ -26,8 +26,52 @@ static DequantTable BuildDequantTable(Transform transform) {
       const uint16_t weight = dequantize(transform, uint8_t(code), scale);
       table.f16[raw * 16 + code] = weight;
       table.f32[raw * 16 + code] = f16_to_f32(weight);
+      table.v100_field[raw * 16 + code] = V100Field(weight);
     }
   }
+  // The AVX-512 path's plain scale bytes (gemm_plan.h), derived from the values above.
+  constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                               -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  constexpr int32_t kE2m1Field[16] = {kV100ZeroField, 126, 127, 127, 128, 128, 129, 129,
+                                      kV100ZeroField, 126, 127, 127, 128, 128, 129, 129};
+  for (int raw = 0; raw < 256; ++raw) {
+    const float scale = table.f32[raw * 16 + 2];  // code 2 is the value 1
+    const int32_t shift = table.v100_field[raw * 16 + 2] - 127;
+    bool plain_value = true, plain_field = true;
+    for (int code = 0; code < 16; ++code) {
+      const float weight = table.f32[raw * 16 + code];
+      plain_value &= f32_to_bits(weight) == f32_to_bits(kE2m1[code] * scale);
+      if ((table.f16[raw * 16 + code] & 0x7FFF) != 0)
+        plain_field &= table.v100_field[raw * 16 + code] == kE2m1Field[code] + shift;
+      else
+        plain_field &= (kE2m1Field[code] + shift) < 0;  // a zero weight's product is skipped
+    }
+    table.wide.scale[raw] = scale;
+    table.wide.field_shift[raw] = shift;
+    table.wide.not_plain[raw] =
+        (plain_value ? 0 : kNotPlainValue | kNotPlainV100) | (plain_field ? 0 : kNotPlainV100);
+  }
+  // The ranges the vector code checks (gemm_plan.h: WideTables).
+  table.wide.zero_scale_at_a0 = transform == Transform::kOrdinary;
+  bool value_ok[256], v100_ok[256];
+  for (int raw = 0; raw < 256; ++raw) {
+    value_ok[raw] = (table.wide.not_plain[raw] & kNotPlainValue) == 0 &&
+                    f32_to_bits(table.wide.scale[raw]) == WideScaleBits(raw, table.wide.zero_scale_at_a0);
+    v100_ok[raw] = value_ok[raw] && (table.wide.not_plain[raw] & kNotPlainV100) == 0 &&
+                   table.wide.field_shift[raw] == WideFieldShift(raw);
+  }
+  const auto range = [](const bool (&ok)[256], uint8_t& low, uint8_t& high) {
+    if (!ok[127]) {
+      low = 1, high = 0;
+      return;
+    }
+    int l = 127, h = 127;
+    while (l > 0 && ok[l - 1]) --l;
+    while (h < 255 && ok[h + 1]) ++h;
+    low = uint8_t(l), high = uint8_t(h);
+  };
+  range(value_ok, table.wide.plain_low, table.wide.plain_high);
+  range(v100_ok, table.wide.v100_low, table.wide.v100_high);
   return table;
 }
 
@@ -54,6 +98,10 @@ GemmPlan BuildGemmPlan(const GroupedProblem& problem, Transform transform, StepM
     plan.activation_f32[i] = value;
     plan.activation_v100_exponent[i] = std::max<int32_t>((f32_to_bits(value) >> 23) & 0xFF, 113);
   }
+  if (model == StepModel::kV100) {
+    plan.activation_v100_field.resize(count);
+    for (size_t i = 0; i < count; ++i) plan.activation_v100_field[i] = V100Field(problem.activations[i]);
+  }
   return plan;
 }
 
@@ -70,7 +118,10 @@ FastInputs MakeFastInputs(const GemmPlan& plan) {
                     plan.weights->f32.data(),
                     plan.activation_f32.data(),
                     plan.activation_v100_exponent.data(),
-                    problem.activations.data()};
+                    problem.activations.data(),
+                    plan.weights->v100_field.data(),
+                    &plan.weights->wide,
+                    plan.activation_v100_field.data()};
 }
 
 }  // namespace internal
@@ -96,12 +147,13 @@ void ParallelFor(int count, int threads, const std::function<void(int item, int 
     return;
   }
   std::atomic<int> next{0};
+  const auto run = [&](int worker) {
+    for (int item = next++; item < count; item = next++) work(item, worker);
+  };
+  // The calling thread is worker 0: one thread fewer to start per call.
   std::vector<std::thread> pool;
-  for (int worker = 0; worker < threads; ++worker) {
-    pool.emplace_back([&, worker] {
-      for (int item = next++; item < count; item = next++) work(item, worker);
-    });
-  }
+  for (int worker = 1; worker < threads; ++worker) pool.emplace_back(run, worker);
+  run(0);
   for (std::thread& thread : pool) thread.join();
 }
 
@@ -163,27 +215,61 @@ absl::Status Validate(const GroupedProblem& problem, const ReferenceOptions& opt
 }  // namespace
 
 bool ReferenceFastPathAvailable() { return internal::FastPathSupportedByCpu(); }
+bool ReferenceAvx512PathAvailable() { return internal::Avx512PathSupportedByCpu(); }
 
 absl::Status ReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
                               std::vector<uint32_t>& output) {
   MXDIFF_RETURN_IF_ERROR(Validate(problem, options));
   const bool fast_available = internal::FastPathSupportedByCpu();
-  if (options.path == ReferencePath::kFast && !fast_available) {
+  if ((options.path == ReferencePath::kFast || options.path == ReferencePath::kFastAvx2) && !fast_available) {
     return absl::UnimplementedError("the fast reference path needs a CPU with AVX2 and FMA");
   }
   const bool fast = options.path != ReferencePath::kScalar && fast_available;
+  // The AVX-512 path where the CPU has it, for every model but exact (whose steps are scalar
+  // per lane on either path); kFastAvx2 keeps the AVX2 path.
+  const bool wide = fast && options.path != ReferencePath::kFastAvx2 && options.model != StepModel::kExact &&
+                    internal::Avx512PathSupportedByCpu();
   const GemmPlan plan = internal::BuildGemmPlan(problem, options.transform, options.model, options.tactic);
   output.assign(size_t(problem.rows()) * size_t(problem.n), 0);
   const double macs = double(problem.rows()) * problem.n * problem.k;
+  int max_rows = 0;
+  for (int g = 0; g < problem.groups; ++g)
+    max_rows = std::max(max_rows, problem.row_offsets[g + 1] - problem.row_offsets[g]);
+
+  if (wide) {
+    constexpr int kColumns = internal::kWideColumns;
+    const int blocks_per_group = (problem.n + kColumns - 1) / kColumns;
+    const int items = problem.groups * blocks_per_group;
+    const int threads = ThreadCount(options.threads, items, macs);
+    struct Scratch {
+      std::vector<uint8_t> panel, scales;
+      std::vector<float> state;
+      internal::WideScratch View() {
+        void* aligned = panel.data() + (64 - reinterpret_cast<uintptr_t>(panel.data()) % 64) % 64;
+        return internal::WideScratch{aligned, scales.data(), state.data()};
+      }
+    };
+    std::vector<Scratch> scratch(threads);
+    for (Scratch& buffers : scratch) {
+      buffers.panel.resize(internal::kWidePanelBytes + 64);
+      buffers.scales.resize(size_t(problem.k / kBlockK) * kColumns);
+      buffers.state.resize(size_t(max_rows) * internal::kWideVectors * 2 * internal::kWideLanes);
+    }
+    const internal::FastInputs inputs = internal::MakeFastInputs(plan);
+    ParallelFor(items, threads, [&](int item, int worker) {
+      const int group = item / blocks_per_group;
+      if (problem.row_offsets[group + 1] == problem.row_offsets[group]) return;
+      internal::RunWideColumnBlock(inputs, group, (item % blocks_per_group) * kColumns, scratch[worker].View(),
+                                   output.data());
+    });
+    return absl::OkStatus();
+  }
 
   if (fast) {
     constexpr int kLanes = internal::kFastLanes;
     const int blocks_per_group = (problem.n + kLanes - 1) / kLanes;
     const int items = problem.groups * blocks_per_group;
     const int threads = ThreadCount(options.threads, items, macs);
-    int max_rows = 0;
-    for (int g = 0; g < problem.groups; ++g)
-      max_rows = std::max(max_rows, problem.row_offsets[g + 1] - problem.row_offsets[g]);
     struct Scratch {
       std::vector<float> panel, state;
     };

@@ -17,10 +17,11 @@
 namespace mxdiff {
 
 // Which implementation computes the (identical) bits: the scalar path calls Step() and
-// ReduceAdd() per output element; the fast path vectorizes across 8 output columns (AVX2/FMA,
-// same order of operations inside every output). kAuto takes the fast path where the CPU
-// supports it.
-enum class ReferencePath : uint8_t { kAuto = 0, kScalar = 1, kFast = 2 };
+// ReduceAdd() per output element; the fast path vectorizes across output columns (same order of
+// operations inside every output): 16 columns per AVX-512 vector where the CPU has AVX-512
+// (F, BW, DQ, VL; every model but exact), else 8 per AVX2/FMA vector. kAuto takes the fast path
+// where the CPU supports it; kFastAvx2 forces the AVX2 flavour (tests and benchmark).
+enum class ReferencePath : uint8_t { kAuto = 0, kScalar = 1, kFast = 2, kFastAvx2 = 3 };
 
 struct ReferenceOptions {
   Transform transform = Transform::kOrdinary;
@@ -32,6 +33,8 @@ struct ReferenceOptions {
 
 // Whether this CPU runs the fast path (AVX2 and FMA).
 bool ReferenceFastPathAvailable();
+// Whether the fast path runs its AVX-512 flavour on this CPU.
+bool ReferenceAvx512PathAvailable();
 
 // Writes M x N fp16 bits into `output` (resized). InvalidArgument for a bad problem or tactic,
 // ResourceExhausted beyond 2^31 outputs, Unimplemented for ReferencePath::kFast without AVX2/FMA.

@@ -1,8 +1,11 @@
 // The per-model step functions behind Step() and ReduceAdd() (step_model.h): one
-// implementation file per model. Internal to the reference library.
+// file per model, each calling the shared host/device definition in step_model_hd.h. Internal
+// to the reference library.
 #pragma once
 
 #include <cstdint>
+
+#include "reference/step_model_hd.h"
 
 namespace mxdiff::internal {
 
@@ -15,13 +18,8 @@ uint32_t StepExact(uint32_t c, StepInputs a, StepInputs b);    // step_model_exa
 uint32_t AddF32Rne(uint32_t x, uint32_t y);                    // step_model_sm90.cc
 uint32_t AddF32RneFtz(uint32_t x, uint32_t y);                 // step_model_sm90.cc
 
-// fp32 subnormal to sign-preserved zero, as the GPU's FTZ mode does to inputs and results.
-inline uint32_t FlushSubnormalF32(uint32_t bits) {
-  return (bits & 0x7F800000) == 0 ? (bits & 0x80000000) : bits;
-}
-
-inline uint32_t CanonicalF32(uint32_t bits) {
-  return (bits & 0x7F800000) == 0x7F800000 && (bits & 0x007FFFFF) != 0 ? 0x7FFFFFFFu : bits;
-}
+// step_model_hd.h: fp32 subnormal to a zero of its sign (FTZ); NaN to 0x7FFFFFFF.
+using hd::CanonicalF32;
+using hd::FlushSubnormalF32;
 
 }  // namespace mxdiff::internal

@@ -1,7 +1,10 @@
 // The reference GEMM on the decode shapes of docs/numerics.md: shapes (6 groups of one row), per model and
 // path, as MAC/s. Not a test: run by hand, e.g.
-//   build-ref/tests/reference/reference_gemm_benchmark --benchmark_filter='Decode/.*'
+//   build/tests/reference/reference_gemm_benchmark --benchmark_filter='/fast'
+// (/fast is the path kAuto takes, /fast-avx2 the AVX2 flavour, /scalar the definition).
+#include <cstdlib>
 #include <random>
+#include <string>
 
 #include "benchmark/benchmark.h"
 #include "reference/reference_gemm.h"
@@ -15,7 +18,8 @@ struct Shape {
   int n;
   int k;
 };
-constexpr Shape kShapes[] = {{"W13", 1024, 4096}, {"W2", 4096, 512}};
+// L2: W13 cut to 64 columns, whose weights (768 KB) stay in L2: compute cost without memory.
+constexpr Shape kShapes[] = {{"W13", 1024, 4096}, {"W2", 4096, 512}, {"L2", 64, 4096}};
 
 void BM_ReferenceGemm(benchmark::State& state, Shape shape, StepModel model, ReferencePath path) {
   if (path != ReferencePath::kScalar && !ReferenceFastPathAvailable()) {
@@ -32,6 +36,8 @@ void BM_ReferenceGemm(benchmark::State& state, Shape shape, StepModel model, Ref
   ReferenceOptions options;
   options.model = model;
   options.path = path;
+  // MXDIFF_BENCH_THREADS=n: the oracle on n threads (default: all hardware threads).
+  if (const char* threads = std::getenv("MXDIFF_BENCH_THREADS"); threads != nullptr) options.threads = std::atoi(threads);
   std::vector<uint16_t> output;
   for (auto _ : state) {
     const absl::Status status = ReferenceGemm(problem.View(), options, output);
@@ -48,10 +54,14 @@ void BM_ReferenceGemm(benchmark::State& state, Shape shape, StepModel model, Ref
 void RegisterAll() {
   for (const Shape& shape : kShapes) {
     for (StepModel model : kAllStepModels) {
-      for (ReferencePath path : {ReferencePath::kAuto, ReferencePath::kScalar}) {
-        const std::string name = std::string("Decode/") + shape.name + "/" +
-                                 std::string(StepModelName(model)) +
-                                 (path == ReferencePath::kScalar ? "/scalar" : "/fast");
+      // fast: what kAuto runs (AVX-512 where the CPU has it); fast-avx2: the AVX2 flavour (the
+      // fast path before the AVX-512 one, kept for CPUs without it), for before/after in one run.
+      for (ReferencePath path : {ReferencePath::kAuto, ReferencePath::kFastAvx2, ReferencePath::kScalar}) {
+        const char* suffix = path == ReferencePath::kScalar    ? "/scalar"
+                             : path == ReferencePath::kFastAvx2 ? "/fast-avx2"
+                                                                : "/fast";
+        const std::string name =
+            std::string("Decode/") + shape.name + "/" + std::string(StepModelName(model)) + suffix;
         benchmark::RegisterBenchmark(name.c_str(), BM_ReferenceGemm, shape, model, path)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();

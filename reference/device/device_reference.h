@@ -1,0 +1,38 @@
+// The device reference: a second, deliberately simple oracle that computes on a CUDA device the
+// same bits as the CPU reference (reference_gemm.h), for every step model and both transforms.
+// One thread per output element runs a plain K loop in the split plan's order over the
+// oracle's own host/device headers (transform.h, split_plan.h, step_model_hd.h); nothing from
+// kernels/. It is checked against the CPU reference (tests/reference/device/), never the
+// other way round. This header is CUDA-free; the library exists only where nvcc is found.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "reference/problem.h"
+#include "reference/reference_gemm.h"
+#include "reference/step_model.h"
+
+namespace mxdiff {
+
+// Whether a CUDA device is there to run the device reference; `why` (optional) says why not.
+bool DeviceReferenceAvailable(std::string* why = nullptr);
+
+// What ReferenceGemmF32 / ReferenceGemm return, computed on the current device (options.path
+// and options.threads do not apply). Errors: those of the CPU reference for a bad problem or
+// tactic, Unavailable without a device, ResourceExhausted when device memory runs out,
+// Internal for any other CUDA error.
+absl::Status DeviceReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
+                                    std::vector<uint32_t>& output);
+absl::Status DeviceReferenceGemm(const GroupedProblem& problem, const ReferenceOptions& options,
+                                 std::vector<uint16_t>& output);
+
+// Chains of steps on the device: d[r] = ChainSteps(model, c[r], a[r * k ...], b[r * k ...]) for
+// every row r (k a positive multiple of 4; a and b hold c.size() * k values).
+absl::Status DeviceChainSteps(StepModel model, int k, std::span<const uint32_t> c, std::span<const uint16_t> a,
+                              std::span<const uint16_t> b, std::vector<uint32_t>& d);
+
+}  // namespace mxdiff
