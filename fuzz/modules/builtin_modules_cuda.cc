@@ -1,7 +1,7 @@
 // LoadBuiltinModules where the build has CUDA: the calibration guard, then the kernel modules.
 #include "absl/status/status.h"
 #include "fmt/format.h"
-#include "fuzz/calibration_guard.h"
+#include "fuzz/driver/calibration_guard.h"
 #include "fuzz/modules/kernel_modules.h"
 #include "fuzz/modules/module_loader.h"
 

@@ -1,6 +1,6 @@
 // The interface every kernel under test implements for fuzz_gemm (CryptoFuzz's module idea):
 // the builtin ordinary and folded kernels are two modules, an external shared library a third.
-// A module only runs the case; the differential harness (fuzz/gemm_differential.h) owns the
+// A module only runs the case; the differential harness (fuzz/checks/gemm_differential.h) owns the
 // poisoning, the reference, the comparisons and the signatures.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "fuzz/case_format.h"
+#include "fuzz/formats/case_format.h"
 #include "kernels/route.h"
 #include "reference/admission.h"
 #include "reference/step_model.h"

@@ -2,7 +2,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
-#include "fuzz/fuzz_rules.h"
+#include "fuzz/mutators/fuzz_rules.h"
 #include "reference/admission.h"
 
 namespace mxdiff::fuzz {

@@ -19,7 +19,7 @@ KernelRegistry PartialFoldedRegistry(const KernelRegistry& full);
 
 // What fuzz_gemm, repro and the GPU corpus replay run: "ordinary" and "folded" on `runner`,
 // and "folded-partial" on a second runner over PartialFoldedRegistry (on the same device).
-// `device_model` is the calibration guard's verdict (fuzz/calibration_guard.h).
+// `device_model` is the calibration guard's verdict (fuzz/driver/calibration_guard.h).
 absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(std::shared_ptr<GemmRunner> runner,
                                                                             StepModel device_model, int device = 0);
 

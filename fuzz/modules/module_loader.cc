@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "fuzz/modules/external_module.h"
-#include "fuzz/target_driver.h"
+#include "fuzz/driver/target_driver.h"
 
 namespace mxdiff::fuzz {
 namespace {

@@ -1,4 +1,4 @@
-#include "fuzz/case_format.h"
+#include "fuzz/formats/case_format.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,8 +7,8 @@
 #include <iterator>
 #include <random>
 
-#include "fuzz/case_mutator.h"
-#include "fuzz/target_driver.h"
+#include "fuzz/mutators/case_mutator.h"
+#include "fuzz/driver/target_driver.h"
 #include "gtest/gtest.h"
 #include "tests/reference/test_seed.h"
 

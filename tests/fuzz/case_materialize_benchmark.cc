@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "fuzz/case_format.h"
-#include "fuzz/case_mutator.h"
+#include "fuzz/formats/case_format.h"
+#include "fuzz/mutators/case_mutator.h"
 
 namespace mxdiff::fuzz {
 namespace {

@@ -1,12 +1,12 @@
-#include "fuzz/case_mutator.h"
+#include "fuzz/mutators/case_mutator.h"
 
 #include <algorithm>
 #include <map>
 #include <random>
 #include <set>
 
-#include "fuzz/mutation_sequence.h"
-#include "fuzz/target_driver.h"
+#include "fuzz/mutators/mutation_sequence.h"
+#include "fuzz/driver/target_driver.h"
 #include "gtest/gtest.h"
 #include "reference/split_plan.h"
 #include "tests/reference/test_seed.h"

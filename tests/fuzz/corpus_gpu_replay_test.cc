@@ -8,8 +8,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "fuzz/gemm_differential.h"
-#include "fuzz/known_cases.h"
+#include "fuzz/checks/gemm_differential.h"
+#include "fuzz/checks/known_cases.h"
 #include "fuzz/modules/module_loader.h"
 #include "gtest/gtest.h"
 

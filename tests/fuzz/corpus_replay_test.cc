@@ -1,4 +1,4 @@
-// Replays every corpus file through its registered target's checks (fuzz/fuzz_target.h), in
+// Replays every corpus file through its registered target's checks (fuzz/driver/fuzz_target.h), in
 // sorted order: every cpu target, and fuzz_gemm's CPU side (the reference and the example external
 // kernel; its GPU side is corpus_gpu_replay_test.cc, fuzz_layer's is fuzz_layer_corpus_replay).
 // corpus/regressions/ holds findings named <target>.<signature>.<hash>.case: each goes through
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/fuzz_target.h"
+#include "fuzz/driver/fuzz_target.h"
 #include "gtest/gtest.h"
 
 namespace mxdiff::fuzz {

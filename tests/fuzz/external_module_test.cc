@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <random>
 
-#include "fuzz/case_mutator.h"
-#include "fuzz/gemm_differential.h"
+#include "fuzz/mutators/case_mutator.h"
+#include "fuzz/checks/gemm_differential.h"
 #include "fuzz/modules/external_module.h"
-#include "fuzz/target_driver.h"
+#include "fuzz/driver/target_driver.h"
 #include "gtest/gtest.h"
 #include "tests/reference/test_seed.h"
 

@@ -1,4 +1,4 @@
-#include "fuzz/findings.h"
+#include "fuzz/driver/findings.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -6,10 +6,10 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "fuzz/case_format.h"
-#include "fuzz/known_cases.h"
-#include "fuzz/mutation_sequence.h"
-#include "fuzz/target_driver.h"
+#include "fuzz/formats/case_format.h"
+#include "fuzz/checks/known_cases.h"
+#include "fuzz/mutators/mutation_sequence.h"
+#include "fuzz/driver/target_driver.h"
 #include "gtest/gtest.h"
 
 namespace mxdiff::fuzz {

@@ -1,5 +1,5 @@
 // fuzz_gemm's execution rate without libFuzzer around it: each iteration decodes one input
-// into the reused case (with the materialization memo, as fuzz/target_driver.cc does) and runs
+// into the reused case (with the materialization memo, as fuzz/driver/target_driver.cc does) and runs
 // every check over every loaded module (the builtin kernels where a GPU exists, modules chosen
 // by MXDIFF_MODULES / MXDIFF_DISABLE_MODULES / MXDIFF_EXTERNAL as for fuzz_gemm). Not a test:
 //   build/tests/fuzz/fuzz_gemm_benchmark [--benchmark_filter=...]
@@ -18,11 +18,11 @@
 
 #include "benchmark/benchmark.h"
 #include "fmt/core.h"
-#include "fuzz/case_format.h"
-#include "fuzz/case_mutator.h"
-#include "fuzz/gemm_differential.h"
+#include "fuzz/formats/case_format.h"
+#include "fuzz/mutators/case_mutator.h"
+#include "fuzz/checks/gemm_differential.h"
 #include "fuzz/modules/module_loader.h"
-#include "fuzz/target_driver.h"
+#include "fuzz/driver/target_driver.h"
 #include "reference/decode_shapes.h"
 
 namespace mxdiff::fuzz {

@@ -1,14 +1,14 @@
-// fuzz_gemm's named checks (fuzz/gemm_differential.h) on a module with planted defects, the
+// fuzz_gemm's named checks (fuzz/checks/gemm_differential.h) on a module with planted defects, the
 // known cases, and the module loader's selection rules. CPU only: the fake module computes
 // with the reference itself, so every defect below is one the harness alone must catch.
 #include <cstdlib>
 
-#include "fuzz/case_minimizer.h"
-#include "fuzz/case_mutator.h"
-#include "fuzz/gemm_differential.h"
-#include "fuzz/known_cases.h"
+#include "fuzz/mutators/case_minimizer.h"
+#include "fuzz/mutators/case_mutator.h"
+#include "fuzz/checks/gemm_differential.h"
+#include "fuzz/checks/known_cases.h"
 #include "fuzz/modules/module_loader.h"
-#include "fuzz/target_driver.h"
+#include "fuzz/driver/target_driver.h"
 #include "gtest/gtest.h"
 #include "kernels/builtin_kernels.h"
 #include "reference/admission.h"

@@ -1,9 +1,9 @@
 // The independent checks pass on the repository's own arithmetic (their power against planted
 // defects is measured by campaigns: fuzz/README.md).
-#include "fuzz/independent_checks.h"
+#include "fuzz/checks/independent_checks.h"
 
-#include "fuzz/case_mutator.h"
-#include "fuzz/target_driver.h"
+#include "fuzz/mutators/case_mutator.h"
+#include "fuzz/driver/target_driver.h"
 #include "gtest/gtest.h"
 #include "tests/reference/test_seed.h"
 

@@ -7,10 +7,10 @@
 #include <set>
 #include <string>
 
-#include "fuzz/layer_case_format.h"
-#include "fuzz/layer_mutator.h"
-#include "fuzz/layer_target.h"
-#include "fuzz/mutation_sequence.h"
+#include "fuzz/formats/layer_case_format.h"
+#include "fuzz/mutators/layer_mutator.h"
+#include "fuzz/checks/layer_target.h"
+#include "fuzz/mutators/mutation_sequence.h"
 #include "gtest/gtest.h"
 
 namespace mxdiff::fuzz {

@@ -1,4 +1,4 @@
-// The fuzz target registry (fuzz/fuzz_target.h): every registered target has every part, the
+// The fuzz target registry (fuzz/driver/fuzz_target.h): every registered target has every part, the
 // registry and fuzz/targets.txt name the same targets, and a toy target (defined here, not
 // shipped) shows that a target is one definition and one registration line.
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/fuzz_target.h"
+#include "fuzz/driver/fuzz_target.h"
 #include "gtest/gtest.h"
 
 namespace fs = std::filesystem;
@@ -69,7 +69,7 @@ TEST(FuzzRegistry, EqualsTargetsTxt) {
     registered.push_back(std::string(target->name) + " " + std::string(target->options.kind));
   }
   EXPECT_EQ(registered, TargetsTxt(MXDIFF_SOURCE_DIR))
-      << "fuzz/registry.cc and fuzz/targets.txt must list the same targets, kinds and order";
+      << "fuzz/targets/registry.cc and fuzz/targets.txt must list the same targets, kinds and order";
 }
 
 TEST(FuzzRegistry, EveryTargetHasEveryPart) {

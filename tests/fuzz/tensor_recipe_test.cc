@@ -1,10 +1,10 @@
-#include "fuzz/tensor_recipe.h"
+#include "fuzz/formats/tensor_recipe.h"
 
 #include <algorithm>
 #include <set>
 #include <vector>
 
-#include "fuzz/case_mutator.h"
+#include "fuzz/mutators/case_mutator.h"
 #include "gtest/gtest.h"
 #include "reference/admission.h"
 #include "tests/reference/test_seed.h"

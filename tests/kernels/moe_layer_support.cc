@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "fmt/core.h"
-#include "fuzz/layer_compare.h"
+#include "fuzz/checks/layer_compare.h"
 #include "kernels/moe_layer_plan.h"
 #include "kernels/tile_map.h"
 #include "kernels/tile_raster.h"

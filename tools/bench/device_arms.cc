@@ -8,7 +8,7 @@
 #include <span>
 
 #include "fmt/format.h"
-#include "fuzz/case_format.h"
+#include "fuzz/formats/case_format.h"
 #include "fuzz/modules/external_module.h"
 #include "kernels/cuda_status.h"
 #include "kernels/device_buffer.h"

@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "fmt/core.h"
-#include "fuzz/findings.h"
-#include "fuzz/layer_case_format.h"
-#include "fuzz/layer_target.h"
+#include "fuzz/driver/findings.h"
+#include "fuzz/formats/layer_case_format.h"
+#include "fuzz/checks/layer_target.h"
 #include "reference/admission.h"
 #include "reference/hash.h"
 

@@ -18,13 +18,13 @@
 #include "absl/flags/marshalling.h"
 #include "nlohmann/json.hpp"
 #include "fmt/format.h"
-#include "fuzz/case_format.h"
-#include "fuzz/case_minimizer.h"
-#include "fuzz/findings.h"
-#include "fuzz/fuzz_target.h"
-#include "fuzz/gemm_differential.h"
-#include "fuzz/layer_case_format.h"
-#include "fuzz/layer_target.h"
+#include "fuzz/formats/case_format.h"
+#include "fuzz/mutators/case_minimizer.h"
+#include "fuzz/driver/findings.h"
+#include "fuzz/driver/fuzz_target.h"
+#include "fuzz/checks/gemm_differential.h"
+#include "fuzz/formats/layer_case_format.h"
+#include "fuzz/checks/layer_target.h"
 #include "fuzz/modules/module_loader.h"
 #include "reference/admission.h"
 #include "reference/reference_gemm.h"
@@ -225,7 +225,7 @@ void ExplainRun(const fuzz::ModuleRun& run, const fuzz::FuzzCase& c, int show) {
   }
 }
 
-// The target a file's name starts with (fuzz/registry.cc), else fuzz_gemm.
+// The target a file's name starts with (fuzz/targets/registry.cc), else fuzz_gemm.
 std::string TargetFromFileName(const std::string& path) {
   const fuzz::FuzzTarget* target = fuzz::TargetOfFileName(std::filesystem::path(path).filename().string());
   return std::string(target != nullptr ? target->name : "fuzz_gemm");
@@ -257,7 +257,7 @@ absl::StatusOr<std::vector<uint8_t>> ReadCaseFile(const std::string& path) {
 }
 
 // The mutations that produced a finding, from its sidecar <name>.txt beside <name>.case
-// (fuzz/findings.h: `mutations:`); empty without one.
+// (fuzz/driver/findings.h: `mutations:`); empty without one.
 std::string SidecarMutations(const std::string& path) {
   if (!path.ends_with(".case")) return "";
   std::ifstream sidecar(path.substr(0, path.size() - 5) + ".txt");
@@ -290,7 +290,7 @@ absl::Status ValidateFlags() {
 }
 
 // The CPU properties repro checks on every GEMM case: the registry's cpu targets of the case
-// format (fuzz/fuzz_target.h), each with every finding of its checks.
+// format (fuzz/driver/fuzz_target.h), each with every finding of its checks.
 std::vector<TargetFinding> CpuTargetFindings(std::span<const uint8_t> bytes, bool print) {
   std::vector<TargetFinding> found;
   for (const fuzz::FuzzTarget* target : fuzz::Registry()) {

@@ -1,0 +1,281 @@
+#include "fuzz/checks/gemm_differential.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "fuzz/mutators/fuzz_rules.h"
+#include "fuzz/driver/coverage_counters.h"
+#include "kernels/gemm_runner.h"
+#include "reference/admission.h"
+#include "reference/reference_gemm.h"
+#include "reference/scale_class.h"
+#include "reference/split_plan.h"
+
+namespace mxdiff::fuzz {
+namespace {
+
+// Cases up to this many multiply-adds also get the reference's own determinism check.
+constexpr double kCpuSideWork = double(1 << 22);
+
+int GroupOfRow(const FuzzCase& c, int row) {
+  int g = 0;
+  while (c.row_offsets[g + 1] <= row) ++g;
+  return g;
+}
+
+std::string TacticSignature(const FuzzCase& c, const Tactic& t) {
+  return fmt::format("{}x{}x{}/s{}", t.cta_m, t.cta_n, t.cta_k, effective_splits(c.k, t.cta_k, t.splits));
+}
+
+bool SameRouteButSwizzle(const Route& a, const Route& b) {
+  Tactic a_tactic = a.tactic;
+  a_tactic.swizzle = b.tactic.swizzle;
+  return a.variant == b.variant && a.reason == b.reason && a_tactic == b.tactic;
+}
+
+std::string RouteOrError(const absl::StatusOr<Route>& route) {
+  return route.ok() ? DescribeRoute(*route) : route.status().ToString();
+}
+
+}  // namespace
+
+std::string ScaleClassOfColumn(const FuzzCase& c, int row, int column) {
+  const size_t blocks = size_t(c.k) / kBlockK;
+  const size_t first = (size_t(GroupOfRow(c, row)) * size_t(c.n) + size_t(column)) * blocks;
+  ScaleClass most_unusual = ScaleClass::kAdmitted;
+  for (size_t b = 0; b < blocks; ++b) most_unusual = std::min(most_unusual, ClassifyScale(c.scale_bytes[first + b]));
+  return std::string(ScaleClassName(most_unusual));
+}
+
+int F16UlpDistance(uint16_t a, uint16_t b) {
+  if (f16_is_nan(a) || f16_is_nan(b)) return a == b ? 0 : 65536;
+  auto ordered = [](uint16_t h) { return (h & 0x8000) ? -int(h & 0x7FFF) : int(h); };
+  return std::abs(ordered(a) - ordered(b));
+}
+
+std::string F16DistanceText(uint16_t a, uint16_t b) {
+  if (f16_is_nan(a) && f16_is_nan(b)) return "a NaN payload difference";
+  if (f16_is_nan(a) || f16_is_nan(b)) return "NaN against a number";
+  return fmt::format("{} ulp", F16UlpDistance(a, b));
+}
+
+const CheckVerdict* CaseEvaluation::FirstFinding() const {
+  for (const CheckVerdict& verdict : verdicts) {
+    if (verdict.finding) return &verdict;
+  }
+  return nullptr;
+}
+
+GemmDifferential::GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules)
+    : modules_(std::move(modules)) {}
+
+absl::StatusOr<const std::vector<uint16_t>*> GemmDifferential::Reference(const FuzzCase& c, Transform transform,
+                                                                        StepModel model, const Tactic& tactic) {
+  // On an admitted layer both transforms dequantize every weight to the same bits (that is
+  // what admission means), so the folded reference is the ordinary one: computed once.
+  if (transform == Transform::kFolded && layer_admitted_) transform = Transform::kOrdinary;
+  const ReferenceKey key{transform, model, tactic.cta_k, effective_splits(c.k, tactic.cta_k, tactic.splits)};
+  auto found = reference_cache_.find(key);
+  if (found != reference_cache_.end()) return &found->second;
+  ReferenceOptions options;
+  options.transform = transform;
+  options.model = model;
+  options.tactic.cta_k = tactic.cta_k;
+  options.tactic.splits = tactic.splits;
+  std::vector<uint16_t> output;
+  if (absl::Status status = ReferenceGemm(c.Problem(), options, output); !status.ok()) return status;
+  return &reference_cache_.emplace(key, std::move(output)).first->second;
+}
+
+CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c) {
+  // The GPU side's oracle is only as good as its determinism across thread counts.
+  layer_admitted_ = false;  // compute both transforms here
+  for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
+    ReferenceOptions options;
+    options.transform = transform;
+    options.model = c.model;
+    options.tactic = c.tactic;
+    options.threads = 1;
+    std::vector<uint16_t> single;
+    absl::Status status = ReferenceGemm(c.Problem(), options, single);
+    absl::StatusOr<const std::vector<uint16_t>*> multi = Reference(c, transform, c.model, c.tactic);
+    if (!status.ok() || !multi.ok()) {
+      return Finding{"reference/rejected-valid-case",
+                     fmt::format("ReferenceGemm: {}", status.ok() ? multi.status().ToString() : status.ToString())};
+    }
+    if (single != **multi) {
+      return Finding{fmt::format("nondeterminism/reference/{}", TransformName(transform)),
+                     "the reference gives different bits single-threaded and multi-threaded"};
+    }
+  }
+  return std::nullopt;
+}
+
+bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, const LayerAdmission& admission,
+                                      CaseEvaluation& evaluation) {
+  const size_t elements = size_t(c.rows()) * size_t(c.n);
+  ModuleRun& run = evaluation.runs.emplace_back();
+  run.module = module.name();
+  run.tactic = module.MapTactic(c);
+  run.model = module.model().value_or(c.model);
+  run.expected = module.ExpectedRoute(c, run.tactic, admission);
+  run.output.assign(elements, kOutputPoison);
+  run.route = module.Run(c, run.tactic, run.output);
+  const std::string& name = run.module;
+  auto verdict = [&](std::string_view check, CheckResult finding) {
+    evaluation.verdicts.push_back({check, name, std::move(finding)});
+    return !evaluation.verdicts.back().finding.has_value();
+  };
+  auto health = [&]() {
+    const absl::Status status = module.CheckHealth();
+    return verdict(kCheckNames[kHealthCheck], status.ok() ? CheckResult() : Finding{fmt::format("cuda-error/{}", name),
+                                                                   fmt::format("{} left the device unhealthy after "
+                                                                               "tactic {}: {}",
+                                                                               name, TacticName(run.tactic),
+                                                                               status.ToString())});
+  };
+  if (!health()) return false;
+  if (!run.route.ok() && run.route.status().code() == absl::StatusCode::kUnimplemented) {
+    run.unsupported = true;
+    ++runs_unsupported_;
+    return true;
+  }
+
+  // route
+  if (!run.route.ok() || !run.expected.ok()) {
+    if (!run.route.ok() && !run.expected.ok() && run.route.status().code() == run.expected.status().code()) {
+      const bool untouched = std::all_of(run.output.begin(), run.output.end(),
+                                         [](uint16_t bits) { return bits == kOutputPoison; });
+      if (!verdict(kCheckNames[kRouteCheck], untouched ? CheckResult()
+                                      : Finding{fmt::format("route/{}/output-written-on-error", name),
+                                                fmt::format("{} failed ({}) but wrote the output", name,
+                                                            run.route.status().ToString())})) {
+        return false;
+      }
+      CountRouteError(c.request, c.policy, run.route.status().code());
+      return true;
+    }
+    return verdict(kCheckNames[kRouteCheck], Finding{fmt::format("route/{}/{}", name,
+                                                run.route.ok() ? "ran-where-it-must-fail" : "unexpected-error"),
+                                    fmt::format("{} with tactic {}: got {}, expected {}", name,
+                                                TacticName(run.tactic), RouteOrError(run.route),
+                                                RouteOrError(run.expected))});
+  }
+  CountRoute(*run.route);
+  if (run.route->variant == Transform::kFolded && !admission.admitted) {
+    return verdict(kCheckNames[kRouteCheck], Finding{"route/folded-on-refused",
+                                    fmt::format("{} ran folded on a refused layer: {}", name, admission.Describe())});
+  }
+  if (*run.route != *run.expected) {
+    return verdict(kCheckNames[kRouteCheck], Finding{fmt::format("route/{}/{}-instead-of-{}", name, RouteReasonName(run.route->reason),
+                                                RouteReasonName(run.expected->reason)),
+                                    fmt::format("{} reported route {}, the dispatch rules demand {}", name,
+                                                DescribeRoute(*run.route), DescribeRoute(*run.expected))});
+  }
+  if (!verdict(kCheckNames[kRouteCheck], std::nullopt)) return false;
+
+  // written
+  const Route& route = *run.route;
+  for (size_t i = 0; i < elements; ++i) {
+    if (run.output[i] == kOutputPoison || run.output[i] == kRunnerOutputPoison) {
+      return verdict(kCheckNames[kWrittenCheck], Finding{fmt::format("no-launch/{}/{}", name, TacticSignature(c, route.tactic)),
+                                        fmt::format("{} returned route {} but left element {} (of {}) unwritten",
+                                                    name, DescribeRoute(route), i, elements)});
+    }
+  }
+  if (!verdict(kCheckNames[kWrittenCheck], std::nullopt)) return false;
+
+  // bits
+  absl::StatusOr<const std::vector<uint16_t>*> reference = Reference(c, route.variant, run.model, route.tactic);
+  if (!reference.ok()) {
+    return verdict(kCheckNames[kBitsCheck], Finding{"reference/rejected-valid-case",
+                                   fmt::format("ReferenceGemm: {}", reference.status().ToString())});
+  }
+  run.reference = **reference;
+  for (size_t i = 0; i < elements; ++i) {
+    if (run.output[i] == run.reference[i]) continue;
+    const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
+    return verdict(
+        kCheckNames[kBitsCheck],
+        Finding{fmt::format("mismatch/{}{}/{}/{}", name == TransformName(route.variant) ? "" : name + "/",
+                            TransformName(route.variant), TacticSignature(c, route.tactic),
+                            ScaleClassOfColumn(c, row, column)),
+                fmt::format("{}: element [{}][{}] is 0x{:04x} ({}), the reference ({} {}) says 0x{:04x} ({}), "
+                            "{}; route {}",
+                            name, row, column, run.output[i], f16_to_f32(run.output[i]), TransformName(route.variant),
+                            StepModelName(run.model), run.reference[i], f16_to_f32(run.reference[i]),
+                            F16DistanceText(run.output[i], run.reference[i]), DescribeRoute(route))});
+  }
+  if (!verdict(kCheckNames[kBitsCheck], std::nullopt)) return false;
+
+  // determinism: another tile order where the module has one, else the same launch again
+  const Tactic again_tactic = module.ReorderedTactic(run.tactic).value_or(run.tactic);
+  std::vector<uint16_t> second(elements, kOutputPoison);
+  absl::StatusOr<Route> again = module.Run(c, again_tactic, second);
+  if (!again.ok() || !SameRouteButSwizzle(*again, route) || second != run.output) {
+    size_t first_difference = 0;
+    while (first_difference < elements && second[first_difference] == run.output[first_difference]) {
+      ++first_difference;
+    }
+    return verdict(kCheckNames[kDeterminismCheck],
+                   Finding{fmt::format("nondeterminism/{}/{}", name, TacticSignature(c, route.tactic)),
+                           fmt::format("{}: the case again with tactic {} gave {}", name, TacticName(again_tactic),
+                                       !again.ok()                       ? again.status().ToString()
+                                       : !SameRouteButSwizzle(*again, route) ? "route " + DescribeRoute(*again)
+                                                                         : fmt::format("element {}: 0x{:04x}, "
+                                                                                       "first run 0x{:04x}",
+                                                                                       first_difference,
+                                                                                       second[first_difference],
+                                                                                       run.output[first_difference]))});
+  }
+  if (!verdict(kCheckNames[kDeterminismCheck], std::nullopt)) return false;
+  return health();
+}
+
+CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
+  reference_cache_.clear();
+  CaseEvaluation evaluation;
+  const LayerAdmission admission = AdmitLayer(c.scale_bytes);  // once: a 256-expert layer has 32 MB of scales
+  layer_admitted_ = admission.admitted;
+  for (const std::unique_ptr<GemmModule>& module : modules_) {
+    if (!EvaluateModule(c, *module, admission, evaluation)) return evaluation;
+  }
+  bool any_ran = false;
+  const std::vector<uint16_t>* ordinary_bits = nullptr;
+  const std::vector<uint16_t>* folded_bits = nullptr;
+  for (size_t i = 0; i < evaluation.runs.size(); ++i) {  // one run per module, in order
+    const ModuleRun& run = evaluation.runs[i];
+    if (run.unsupported || !run.route.ok()) continue;
+    any_ran = true;
+    if (modules_[i]->model().has_value()) {
+      (run.route->variant == Transform::kFolded ? folded_bits : ordinary_bits) = &run.output;
+    }
+  }
+  // The claim the seed project made, checked directly (the bits check implies it).
+  const bool differ = ordinary_bits != nullptr && folded_bits != nullptr && *ordinary_bits != *folded_bits;
+  evaluation.verdicts.push_back(
+      {kCheckNames[kCrossModuleCheck], "",
+       differ ? CheckResult(Finding{"mismatch/ordinary-vs-folded",
+                                    "ordinary and folded kernels differ on an admitted layer"})
+              : std::nullopt});
+  if (differ) return evaluation;
+  if (any_ran) ++cases_compared_;
+  const double work = double(c.rows()) * double(c.n) * double(c.k);
+  if (!any_ran || work <= kCpuSideWork) evaluation.verdicts.push_back({kCheckNames[kCpuSideCheck], "", CheckCpuSide(c)});
+  return evaluation;
+}
+
+void GemmDifferential::ForgetState() {
+  reference_cache_.clear();
+  for (const std::unique_ptr<GemmModule>& module : modules_) module->ForgetState();
+}
+
+CheckResult GemmDifferential::CheckCase(const FuzzCase& c) {
+  const CaseEvaluation evaluation = Evaluate(c);
+  const CheckVerdict* first = evaluation.FirstFinding();
+  return first != nullptr ? first->finding : std::nullopt;
+}
+
+}  // namespace mxdiff::fuzz

@@ -1,0 +1,66 @@
+// Findings: a stable signature (the dedup key, e.g. `mismatch/folded/16x128x32/s5/a=0`) and a
+// readable description. The writer puts the input and the description on disk before anything
+// aborts, so a campaign never loses a finding to the crash that reports it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace mxdiff::fuzz {
+
+struct Finding {
+  std::string signature;    // stable across runs: no addresses, no values that vary per input
+  std::string description;  // what differed, with the numbers
+};
+
+using CheckResult = std::optional<Finding>;
+
+// The inputs a worker ran last, oldest first, so that a finding that needs what ran before it (a
+// device state, a cache) can be replayed in order: `repro --sequence DIR`, or the target over
+// DIR's files (libFuzzer and the replay binaries run named files in order).
+class InputHistory {
+ public:
+  static constexpr size_t kInputs = 32;
+  void Push(std::span<const uint8_t> input);
+  const std::deque<std::vector<uint8_t>>& inputs() const { return inputs_; }
+
+ private:
+  std::deque<std::vector<uint8_t>> inputs_;
+};
+
+// A finding confirmed by running its input again in a fresh state (`again`: no cached decode,
+// device layer or reference). The same signature again: the finding, saying so. Otherwise
+// flaky/<signature>, with both results: a result is only worth the bits under it.
+Finding ConfirmInFreshState(const Finding& first, const std::function<CheckResult()>& again);
+
+// The flags repro needs, beyond the file, to replay this process's findings (" --external=LIB" where
+// fuzz_gemm loaded an external kernel): written after both repro commands of a finding's .txt.
+void SetReproFlags(std::string flags);
+const std::string& ReproFlags();
+
+// Directory from MXDIFF_FINDINGS_DIR, else "mxdiff-findings" in the working directory.
+std::string FindingsDirectory();
+
+// "mismatch/folded/16x128x32/s5/a=0" -> "mismatch_folded_16x128x32_s5_a=0" (file-name safe).
+std::string SignatureStem(std::string_view signature);
+
+// Writes <dir>/<target>.<stem>.<fnv64 of input>.case and the matching .txt (signature,
+// description, repro command, and `mutations:` the names of the mutations that produced the
+// input where this process's last mutation did: fuzz/mutators/mutation_sequence.h) and, given a history, <...>.sequence/NNN.case: those inputs in the
+// order they ran, ending with this one. Returns the .case path.
+absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<const uint8_t> input,
+                                         const Finding& finding, const InputHistory* history = nullptr);
+
+// Writes the finding, prints it to stderr, then aborts (libFuzzer saves its crash artifact).
+[[noreturn]] void ReportFindingAndAbort(std::string_view target, std::span<const uint8_t> input,
+                                        const Finding& finding, const InputHistory* history = nullptr);
+
+}  // namespace mxdiff::fuzz

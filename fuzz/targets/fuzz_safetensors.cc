@@ -1,0 +1,433 @@
+// libFuzzer target over the audit's input parsers (checkpoint/): the input is a whole
+// safetensors file, and also read as a sharded checkpoint's index. A parse either fails with
+// a message naming the file, or yields a header whose tensors tile the data section exactly;
+// the audit of a parsed file then keeps its own invariants: CountBytes (the AVX2 path) equals
+// the reference's HistogramOf on every scale tensor, each layer's verdict is AdmitLayer's on the
+// layer's bytes (and refused for any structural problem), and the JSON report reads back into
+// verdicts that CheckAuditedVerdict accepts for those bytes.
+//
+// An input that starts with "MXSB" is a bundle of several files (DecodeBundle: an index and its
+// shards, a layer's experts split across files, a stray file beside an index, a name in two
+// files): they are written to a folder of this process's own and audited as that checkpoint
+// folder with --keep-going, and the index's rules (checkpoint/README.md) become checks too.
+//
+// Every invariant is a named check: a broken one is a finding `invariant/<name>` (fuzz/driver/findings.h),
+// written (input, signature, description) before the abort, as every target's findings are, so
+// that findings of different invariants stay apart. The names are listed in fuzz/README.md.
+// Test seam: MXDIFF_FUZZ_SAFETENSORS_PLANT=<name> makes that check fail where it is reached (the
+// signature test plants two and reads their findings back).
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <unistd.h>
+
+#include "fmt/format.h"
+#include "fuzz/driver/findings.h"
+#include "fuzz/driver/fuzz_target.h"
+#include "fuzz/driver/target_driver.h"
+#include "reference/admission.h"
+#include "checkpoint/audit.h"
+#include "checkpoint/layer_verdicts.h"
+#include "checkpoint/safetensors_header.h"
+
+namespace {
+
+using namespace mxdiff;
+using namespace mxdiff::audit;
+using mxdiff::fuzz::CheckResult;
+using mxdiff::fuzz::Finding;
+
+constexpr std::string_view kTarget = "fuzz_safetensors";
+constexpr std::string_view kFile = "fuzz.safetensors";
+
+const std::string& PlantedInvariant() {
+  static const std::string planted = [] {
+    const char* value = std::getenv("MXDIFF_FUZZ_SAFETENSORS_PLANT");
+    return std::string(value != nullptr ? value : "");
+  }();
+  return planted;
+}
+
+// The checks of one input: the first broken invariant becomes the finding.
+class Checks {
+ public:
+  // True when invariant `name` holds; else records it (`describe()` says what broke) and false.
+  template <typename Describe>
+  bool operator()(bool holds, std::string_view name, Describe&& describe) {
+    const bool planted = !PlantedInvariant().empty() && name == PlantedInvariant();
+    if (holds && !planted) return true;
+    if (!finding_) {
+      finding_ = Finding{fmt::format("invariant/{}", name),
+                         fmt::format("fuzz_safetensors: invariant {} broken: {}{}", name, std::string(describe()),
+                                     planted ? " (planted by MXDIFF_FUZZ_SAFETENSORS_PLANT)" : "")};
+    }
+    return false;
+  }
+  const CheckResult& result() const { return finding_; }
+
+ private:
+  CheckResult finding_;
+};
+
+bool CheckHeader(Checks& check, const SafetensorsHeader& header, size_t size) {
+  if (!check(header.data_start == 8 + header.header_length && header.data_start + header.data_size == size,
+             "header-data-end", [] { return "the data section does not end at the end of the file"; })) {
+    return false;
+  }
+  uint64_t covered = 0;
+  for (size_t i = 0; i < header.tensors.size(); ++i) {
+    const TensorInfo& tensor = header.tensors[i];
+    if (!check(tensor.begin == covered && tensor.begin <= tensor.end, "header-tiling",
+               [&] { return "tensors do not tile the data section: " + tensor.name; }) ||
+        !check(tensor.elements() * uint64_t(DtypeBits(tensor.dtype)) == 8 * tensor.byte_size(), "header-byte-size",
+               [&] { return "byte size != elements x dtype bits: " + tensor.name; }) ||
+        !check(header.Find(tensor.name) == &tensor, "header-names",
+               [&] { return "by_name does not lead back to " + tensor.name; })) {
+      return false;
+    }
+    covered = tensor.end;
+  }
+  return check(covered == header.data_size && header.by_name.size() == header.tensors.size(), "header-coverage",
+               [] { return "the tensors do not cover the data section, or by_name has other names"; });
+}
+
+// The audit's verdicts against the reference, over bytes read from `source` on their own.
+bool CheckVerdicts(Checks& check, const AuditResult& result, const ByteSource& source) {
+  for (size_t s = 0; s < result.plan.scales.size(); ++s) {
+    const TensorRef ref = result.plan.scales[s].ref;
+    const TensorInfo& tensor = result.checkpoint.tensor(ref);
+    absl::StatusOr<ByteWindow> window =
+        source.Window(ref.file, result.checkpoint.files[ref.file].header.data_start + tensor.begin, tensor.byte_size());
+    if (!check(window.ok(), "scale-bytes-readable",
+               [&] { return "a scale tensor's bytes cannot be read again: " + tensor.name; })) {
+      return false;
+    }
+    const std::span<const uint8_t> scale_bytes = window->bytes();
+    const TensorScan& scan = result.scan.tensors[s];
+    if (!check(scan.scanned && scan.Dense() == HistogramOf(scale_bytes), "scan-histogram",
+               [&] { return "histogram differs from HistogramOf: " + tensor.name; }) ||
+        !check(scan.refused == AdmitLayer(scale_bytes).refused_count, "scan-refused-count",
+               [&] { return "refused count differs from AdmitLayer's: " + tensor.name; })) {
+      return false;
+    }
+  }
+  const std::string report = JsonReport(result);
+  absl::StatusOr<std::vector<AuditedLayerVerdict>> verdicts = ReadLayerVerdicts(report);
+  if (!check(verdicts.ok() && verdicts->size() == result.plan.layers.size(), "json-reads-back",
+             [&] { return "the JSON report does not read back: " + std::string(verdicts.status().message()); })) {
+    return false;
+  }
+  for (size_t i = 0; i < result.plan.layers.size(); ++i) {
+    const KernelLayer& layer = result.plan.layers[i];
+    absl::StatusOr<std::vector<uint8_t>> layer_bytes = ReadLayerScaleBytes(result.checkpoint, result.plan, layer, source);
+    const LayerVerdict verdict = JudgeLayer(result, layer);
+    const bool structural = !verdict.problems.empty();
+    if (!check(layer_bytes.ok() && layer_bytes->size() == layer.scale_bytes, "layer-bytes",
+               [&] { return "a layer's bytes in kernel order: " + layer.name; }) ||
+        !check(verdict.admitted == (!structural && AdmitLayer(*layer_bytes).admitted), "layer-verdict",
+               [&] { return "the verdict is not AdmitLayer's: " + layer.name; }) ||
+        !check(verdict.histogram == HistogramOf(*layer_bytes), "layer-histogram",
+               [&] { return "the layer's histogram is not HistogramOf its bytes: " + layer.name; }) ||
+        !check((*verdicts)[i].layer == layer.name && (*verdicts)[i].admitted == verdict.admitted, "json-verdict",
+               [&] { return "the JSON verdict is not the audit's: " + layer.name; })) {
+      return false;
+    }
+    if (layer.groups > 0 && !structural) {
+      const absl::Status accepted = CheckAuditedVerdict((*verdicts)[i], layer.groups, layer.n, layer.k, *layer_bytes);
+      if (!check(accepted.ok(), "verdict-accepted",
+                 [&] { return "CheckAuditedVerdict refuses the audit's own verdict: " + std::string(accepted.message()); }) ||
+          !check(uint64_t(layer.groups) * uint64_t(layer.n) * uint64_t(layer.k / 32) == layer.scale_bytes,
+                 "layer-shape", [&] { return "layer shape does not match its bytes: " + layer.name; })) {
+        return false;
+      }
+    } else if (!check(!verdict.admitted, "unshaped-layer-refused",
+                      [&] { return "a layer without a shape or with a problem admitted: " + layer.name; })) {
+      return false;
+    }
+  }
+  return check(!TextReport(result).empty(), "text-report", [] { return "empty text report"; });
+}
+
+bool CheckAudit(Checks& check, std::span<const uint8_t> bytes, SafetensorsHeader header) {
+  Checkpoint checkpoint;
+  AddCheckpointFile(checkpoint, std::string(kFile), std::move(header));
+  const MemoryFiles source({bytes});
+  AuditOptions options;
+  options.scan.threads = 1;
+  options.scan.chunk_bytes = 4096;
+  options.scan.max_positions = 4;
+  const AuditResult result = AuditCheckpoint(std::move(checkpoint), source, options);
+  if (!check(result.errors.empty(), "no-error-from-memory",
+             [&] { return "an error on a valid file from memory: " + result.errors.front().message; })) {
+    return false;
+  }
+  return CheckVerdicts(check, result, source);
+}
+
+// The file parses into a header that keeps CheckHeader's invariants, or fails naming the file.
+// The header when it parsed.
+std::optional<SafetensorsHeader> CheckParse(Checks& check, std::string_view file, std::span<const uint8_t> bytes,
+                                            bool* ok) {
+  absl::StatusOr<SafetensorsHeader> header = ParseSafetensorsBuffer(file, bytes);
+  if (header.ok()) {
+    *ok = CheckHeader(check, *header, bytes.size());
+    return *std::move(header);
+  }
+  const std::string message(header.status().message());
+  const std::string tensor = TensorOfError(header.status());
+  *ok = check(message.rfind(std::string(file) + ": ", 0) == 0, "error-names-file",
+              [&] { return "an error that does not name the file: " + message; }) &&
+        check(tensor.empty() || message.find("tensor \"") != std::string::npos, "error-names-tensor",
+              [&] { return "a tensor error without the tensor: " + message; });
+  return std::nullopt;
+}
+
+void CheckSingleFile(Checks& check, std::span<const uint8_t> bytes) {
+  bool ok = true;
+  std::optional<SafetensorsHeader> header = CheckParse(check, kFile, bytes, &ok);
+  if (!ok || (header && !CheckAudit(check, bytes, *std::move(header)))) return;
+  // The same bytes as an index file.
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  absl::StatusOr<ShardIndex> index = ParseShardIndex("fuzz.index.json", text);
+  if (!index.ok()) return;
+  if (!check(!index->weight_map.empty(), "index-not-empty", [] { return "an index without tensors"; })) return;
+  for (const auto& entry : index->weight_map) {
+    const std::string& shard = entry.second;
+    bool inside = !shard.empty() && shard.front() != '/';
+    for (const std::filesystem::path& part : std::filesystem::path(shard)) inside = inside && part != "..";
+    if (!check(inside, "index-shard-inside-folder", [&] { return "an index shard outside its folder: " + shard; })) {
+      return;
+    }
+  }
+}
+
+// The bundle form: "MXSB", a count (u8), then per file a name (u8 length, the bytes) and its
+// contents (u32 little-endian length, the bytes), nothing after the last. Strict: a count in
+// 1..kMaxBundleFiles, names of 1..kMaxBundleName characters of [A-Za-z0-9._-] not starting with
+// '.', each once, every length within the input. Anything else is no input (-1).
+constexpr std::string_view kBundleMagic = "MXSB";
+constexpr size_t kMaxBundleFiles = 8;
+constexpr size_t kMaxBundleName = 64;
+
+struct BundleFile {
+  std::string name;
+  std::span<const uint8_t> bytes;
+};
+
+bool BundleName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxBundleName || name.front() == '.') return false;
+  for (char c : name) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '-';
+    if (!plain) return false;
+  }
+  return true;
+}
+
+std::optional<std::vector<BundleFile>> DecodeBundle(std::span<const uint8_t> input) {
+  size_t at = kBundleMagic.size();
+  if (input.size() < at + 1 || std::memcmp(input.data(), kBundleMagic.data(), at) != 0) return std::nullopt;
+  const size_t count = input[at++];
+  if (count == 0 || count > kMaxBundleFiles) return std::nullopt;
+  std::vector<BundleFile> files;
+  std::set<std::string, std::less<>> names;
+  for (size_t i = 0; i < count; ++i) {
+    if (at >= input.size()) return std::nullopt;
+    const size_t name_length = input[at++];
+    if (input.size() - at < name_length + 4) return std::nullopt;
+    std::string name(reinterpret_cast<const char*>(input.data() + at), name_length);
+    at += name_length;
+    const uint32_t length = uint32_t(input[at]) | uint32_t(input[at + 1]) << 8 | uint32_t(input[at + 2]) << 16 |
+                            uint32_t(input[at + 3]) << 24;
+    at += 4;
+    if (!BundleName(name) || !names.insert(name).second || input.size() - at < length) return std::nullopt;
+    files.push_back(BundleFile{std::move(name), input.subspan(at, length)});
+    at += length;
+  }
+  if (at != input.size()) return std::nullopt;
+  return files;
+}
+
+// This process's folder for bundles, emptied before each one (removed at exit).
+class BundleFolder {
+ public:
+  BundleFolder()
+      : path_(std::filesystem::temp_directory_path() / fmt::format("mxdiff-fuzz-safetensors-{}", getpid())) {}
+  ~BundleFolder() {
+    std::error_code error;
+    std::filesystem::remove_all(path_, error);
+  }
+  // The folder holding exactly `files`; false when it cannot be written (no finding: the machine's).
+  bool Write(const std::vector<BundleFile>& files) {
+    std::error_code error;
+    std::filesystem::remove_all(path_, error);
+    std::filesystem::create_directories(path_, error);
+    if (error) return false;
+    for (const BundleFile& file : files) {
+      std::ofstream stream(path_ / file.name, std::ios::binary);
+      stream.write(reinterpret_cast<const char*>(file.bytes.data()), std::streamsize(file.bytes.size()));
+      if (!stream.flush()) return false;
+    }
+    return true;
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+bool Inside(const std::filesystem::path& folder, const std::string& file) {
+  std::error_code error;
+  return std::filesystem::weakly_canonical(file, error).parent_path() == folder;
+}
+
+// A layer member's names: the scale tensor and its weight.
+bool LayerNames(const AuditPlan& plan, const KernelLayer& layer, const auto& contains) {
+  for (size_t s : layer.members) {
+    const ScaleTensor& scale = plan.scales[s];
+    if (contains(scale.name) || (!scale.weight_name.empty() && contains(scale.weight_name))) return true;
+  }
+  return false;
+}
+
+void CheckBundle(Checks& check, const std::vector<BundleFile>& files) {
+  static BundleFolder folder;
+  // Each member as a file on its own: parsed or refused with its name.
+  std::vector<const BundleFile*> indexes;
+  for (const BundleFile& file : files) {
+    if (file.name.ends_with(".safetensors.index.json")) indexes.push_back(&file);
+    if (!file.name.ends_with(".safetensors")) continue;
+    bool ok = true;
+    CheckParse(check, file.name, file.bytes, &ok);
+    if (!ok) return;
+  }
+  if (!folder.Write(files)) return;
+  std::error_code error;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(folder.path(), error);
+  AuditOptions options;
+  options.scan.threads = 1;
+  options.scan.chunk_bytes = 4096;
+  options.scan.max_positions = 4;
+  options.keep_going = true;
+  const AuditResult result = RunAudit({folder.path().string()}, options);
+  const Checkpoint& checkpoint = result.checkpoint;
+
+  for (const CheckpointFile& file : checkpoint.files) {
+    if (!check(Inside(canonical, file.path), "bundle-read-inside-folder",
+               [&] { return "the audit read a file outside the checkpoint's folder: " + file.path; })) {
+      return;
+    }
+  }
+  for (const UnindexedFile& file : checkpoint.unindexed) {
+    if (!check(Inside(canonical, file.file), "bundle-read-inside-folder",
+               [&] { return "an unindexed file outside the checkpoint's folder: " + file.file; })) {
+      return;
+    }
+  }
+  // Every tensor the (one) index names is read, or unread and so refusing its layer.
+  if (indexes.size() == 1) {
+    const std::string_view text(reinterpret_cast<const char*>(indexes[0]->bytes.data()), indexes[0]->bytes.size());
+    std::vector<AuditError> entry_errors;
+    absl::StatusOr<ShardIndex> index = ParseShardIndex(indexes[0]->name, text, &entry_errors);
+    if (index.ok()) {
+      std::vector<std::string> named;
+      for (const auto& entry : index->weight_map) named.push_back(entry.first);
+      for (const auto& entry : index->unfollowed) named.push_back(entry.first);
+      for (const std::string& tensor : named) {
+        if (!check(checkpoint.by_name.contains(tensor) || checkpoint.unread.contains(tensor), "bundle-index-accounted",
+                   [&] { return "a tensor the index names is neither read nor unread: " + tensor; })) {
+          return;
+        }
+      }
+    }
+  }
+  if (!check(checkpoint.unread.empty() || !result.errors.empty(), "bundle-unread-is-error",
+             [] { return "tensors the index names were not read, with no error"; }) ||
+      !check(checkpoint.copies.empty() || !result.errors.empty(), "bundle-copies-are-error",
+             [] { return "a name in two files, with no error"; }) ||
+      !check(result.errors.empty() || ExitStatus(result) == 2, "bundle-error-exit-status",
+             [&] { return fmt::format("errors, and exit status {}", ExitStatus(result)); }) ||
+      !check(!result.stopped && result.scan.errors.empty(), "bundle-scan-reads",
+             [&] { return "a scan error on the bundle's own files: " + result.scan.errors.front().message; })) {
+    return;
+  }
+  for (const KernelLayer& layer : result.plan.layers) {
+    const bool admitted = JudgeLayer(result, layer).admitted;
+    if (!check(layer.unread.empty() || !admitted, "bundle-unread-refuses-layer",
+               [&] { return "a layer with a tensor the index names but that was not read is admitted: " + layer.name; }) ||
+        !check(!LayerNames(result.plan, layer, [&](const std::string& name) { return checkpoint.unread.contains(name); }) ||
+                   !admitted,
+               "bundle-unread-weight-refuses-layer",
+               [&] { return "a layer whose weight was not read is admitted: " + layer.name; }) ||
+        !check(!LayerNames(result.plan, layer, [&](const std::string& name) { return checkpoint.copies.contains(name); }) ||
+                   !admitted,
+               "bundle-copies-refuse-layer", [&] { return "a layer with a name in two files is admitted: " + layer.name; })) {
+      return;
+    }
+  }
+  // Without --keep-going: stopped exactly when there was an error, else the same verdicts.
+  options.keep_going = false;
+  const AuditResult strict = RunAudit({folder.path().string()}, options);
+  if (!check(strict.errors.empty() == result.errors.empty(), "bundle-strict-agrees",
+             [&] { return fmt::format("{} error(s) with --keep-going, {} without", result.errors.size(), strict.errors.size()); })) {
+    return;
+  }
+  if (result.errors.empty()) {
+    bool same = strict.plan.layers.size() == result.plan.layers.size();
+    for (size_t i = 0; same && i < result.plan.layers.size(); ++i) {
+      same = strict.plan.layers[i].name == result.plan.layers[i].name &&
+             JudgeLayer(strict, strict.plan.layers[i]).admitted == JudgeLayer(result, result.plan.layers[i]).admitted;
+    }
+    if (!check(same, "bundle-strict-agrees", [] { return "other verdicts without --keep-going"; })) return;
+  }
+  std::vector<std::string> paths;
+  for (const CheckpointFile& file : checkpoint.files) paths.push_back(file.path);
+  CheckVerdicts(check, result, MappedFiles(std::move(paths)));
+}
+
+
+bool IsBundle(std::span<const uint8_t> bytes) {
+  return bytes.size() >= kBundleMagic.size() && std::memcmp(bytes.data(), kBundleMagic.data(), kBundleMagic.size()) == 0;
+}
+
+// Its two checks, one for each form of input; the target keeps no state (`fresh` changes nothing).
+std::optional<std::vector<Finding>> CheckInput(std::span<const uint8_t> bytes, bool /*fresh*/) {
+  Checks check;
+  if (IsBundle(bytes)) {
+    const std::optional<std::vector<BundleFile>> files = DecodeBundle(bytes);
+    if (!files) return std::nullopt;
+    CheckBundle(check, *files);
+  } else {
+    CheckSingleFile(check, bytes);
+  }
+  if (!check.result()) return std::vector<Finding>{};
+  return std::vector<Finding>{*check.result()};
+}
+
+}  // namespace
+
+MXDIFF_FUZZ_TARGET(fuzz_safetensors) {
+  return mxdiff::fuzz::FuzzTarget{
+      .name = kTarget,
+      .options = {.kind = "cpu", .max_len = 16384, .dictionary = "safetensors.dict"},
+      .format = "safetensors",
+      .decodes = [](std::span<const uint8_t> bytes) { return !IsBundle(bytes) || DecodeBundle(bytes).has_value(); },
+      .describe = [](std::span<const uint8_t> bytes) {
+        const std::optional<std::vector<BundleFile>> files = IsBundle(bytes) ? DecodeBundle(bytes) : std::nullopt;
+        return files ? fmt::format("a bundle of {} files", files->size()) : fmt::format("a file of {} bytes", bytes.size());
+      },
+      .check_names = {"single-file", "bundle"},
+      .check = CheckInput,
+      .seed_writer = "committed",
+  };
+}
