@@ -2,12 +2,14 @@
 tests/tools/campaign/campaign_test.py): a Case is one command with its expected exit status, what
 its output must and must never say, and its own time limit; run() runs one, run_cases() runs a
 table of them and prints one line a case (and, for a failure, the command, what was wrong and the
-end of the output). Each test imports it from its parent folder (sys.path) and keeps its own
+end of the output); main() is a test's command line. Each test imports it from its parent folder (sys.path) and keeps its own
 defaults (the time limit, the patterns no output may have)."""
+import argparse
 import os
 import re
 import signal
 import subprocess
+import tempfile
 import time
 
 
@@ -113,3 +115,25 @@ def fake_fuzzer(path, body):
     with open(path, "w") as out:
         out.write("#!/bin/sh\n# looks like libFuzzer: max_total_time merge_control_file\n" + body + "\n")
     os.chmod(path, 0o755)
+
+
+def main(doc, kernel_option, build_cases, prefix, term_grace=None):
+    """A contract test's command line: --repo, --build, --example-kernel, `kernel_option` (the test's
+    own kernel library), --fuzzing, -k; the paths made absolute. Runs the cases that
+    build_cases(opt, tmp) lists (those whose name contains -k) in a temporary folder named
+    `prefix`...; returns the exit status (1 when a case failed)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", required=True)
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--example-kernel", required=True)
+    parser.add_argument(kernel_option, required=True)
+    parser.add_argument("--fuzzing", type=int, default=0)
+    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
+    opt = parser.parse_args()
+    kernel = kernel_option.lstrip("-").replace("-", "_")
+    opt.repo, opt.build = os.path.abspath(opt.repo), os.path.abspath(opt.build)
+    opt.example_kernel = os.path.abspath(opt.example_kernel)
+    setattr(opt, kernel, os.path.abspath(getattr(opt, kernel)))
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        failures = run_cases([c for c in build_cases(opt, tmp) if opt.k in c.name], term_grace)
+    return 1 if failures else 0

@@ -13,13 +13,11 @@ by hand:
 
 Cases that need real libFuzzer binaries run only with --fuzzing 1 (the libFuzzer build's ctest).
 """
-import argparse
 import glob
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -405,21 +403,5 @@ def elf_type(path):
     return int.from_bytes(header[16:18], "little") if header[:4] == b"\x7fELF" else None
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", required=True)
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--example-kernel", required=True)
-    parser.add_argument("--slow-kernel", required=True)
-    parser.add_argument("--fuzzing", type=int, default=0)
-    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
-    opt = parser.parse_args()
-    opt.repo, opt.build = os.path.abspath(opt.repo), os.path.abspath(opt.build)
-    opt.example_kernel, opt.slow_kernel = os.path.abspath(opt.example_kernel), os.path.abspath(opt.slow_kernel)
-    with tempfile.TemporaryDirectory(prefix="mxdiff-campaign-") as tmp:
-        failures = contract_cases.run_cases([c for c in build_cases(opt, tmp) if opt.k in c.name])
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(contract_cases.main(__doc__, "--slow-kernel", build_cases, "mxdiff-campaign-"))

@@ -12,14 +12,12 @@ suite. Run by ctest (tests/tools/cli/CMakeLists.txt); by hand:
 Cases that need real libFuzzer binaries (the campaign fuzzing for a few seconds) run only with
 --fuzzing 1 (the libFuzzer build's ctest); the others run in both builds.
 """
-import argparse
 import json
 import os
 import re
 import struct
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import contract_cases  # noqa: E402  (tests/tools/contract_cases.py: Case, run_cases, write, fake_fuzzer)
@@ -496,21 +494,6 @@ def build_cases(opt, tmp):
     return cases
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", required=True)
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--example-kernel", required=True)
-    parser.add_argument("--test-kernel", required=True)
-    parser.add_argument("--fuzzing", type=int, default=0)
-    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
-    opt = parser.parse_args()
-    opt.repo, opt.build = os.path.abspath(opt.repo), os.path.abspath(opt.build)
-    with tempfile.TemporaryDirectory(prefix="mxdiff-cli-") as tmp:
-        # On a hang, SIGTERM first: the campaign stops its workers on it.
-        failures = contract_cases.run_cases([c for c in build_cases(opt, tmp) if opt.k in c.name], term_grace=10)
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # On a hang, SIGTERM first: the campaign stops its workers on it.
+    sys.exit(contract_cases.main(__doc__, "--test-kernel", build_cases, "mxdiff-cli-", term_grace=10))
