@@ -271,9 +271,19 @@ struct CodeSource {
   __m512i ScaleExponent(int v) const { return scale_exponent[v]; }
 };
 
-// kSteps steps of one row from k offset 0 of the source; a: fp32 activations, a_field: their
-// V100Field.
-template <int V, int kSteps, class Source>
+// x, flushed to a signed zero where it is subnormal when kFtz (the FTZ model), else as it is.
+template <bool kFtz>
+inline __m512 FlushIf(__m512 x) {
+  if constexpr (kFtz) {
+    return Flush(x);
+  } else {
+    return x;
+  }
+}
+
+// kSteps steps of one row from k offset 0 of the source; a: fp32 activations. kFtz: every
+// partial sum is flushed (kSm90EmulatedFtz), else none is (kSm90Emulated).
+template <bool kFtz, int V, int kSteps, class Source>
 void StepsSm90(__m512 acc[], const float* a, const Source& source) {
   const __m512 zero = _mm512_setzero_ps();
 #pragma GCC unroll 8
@@ -282,29 +292,11 @@ void StepsSm90(__m512 acc[], const float* a, const Source& source) {
     for (int i = 0; i < 4; ++i) k[i] = source.Prepare(a[4 * s + i], 0);
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
-      __m512 t = source.Fma(v, 4 * s, k[0], zero);
-      t = source.Fma(v, 4 * s + 1, k[1], t);
-      t = source.Fma(v, 4 * s + 2, k[2], t);
-      t = source.Fma(v, 4 * s + 3, k[3], t);
-      acc[v] = _mm512_add_ps(acc[v], t);
-    }
-  }
-}
-
-template <int V, int kSteps, class Source>
-void StepsSm90Ftz(__m512 acc[], const float* a, const Source& source) {
-  const __m512 zero = _mm512_setzero_ps();
-#pragma GCC unroll 8
-  for (int s = 0; s < kSteps; ++s) {
-    typename Source::K k[4];
-    for (int i = 0; i < 4; ++i) k[i] = source.Prepare(a[4 * s + i], 0);
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) {
-      __m512 t = Flush(source.Fma(v, 4 * s, k[0], zero));
-      t = Flush(source.Fma(v, 4 * s + 1, k[1], t));
-      t = Flush(source.Fma(v, 4 * s + 2, k[2], t));
-      t = Flush(source.Fma(v, 4 * s + 3, k[3], t));
-      acc[v] = Flush(_mm512_add_ps(Flush(acc[v]), t));
+      __m512 t = FlushIf<kFtz>(source.Fma(v, 4 * s, k[0], zero));
+      t = FlushIf<kFtz>(source.Fma(v, 4 * s + 1, k[1], t));
+      t = FlushIf<kFtz>(source.Fma(v, 4 * s + 2, k[2], t));
+      t = FlushIf<kFtz>(source.Fma(v, 4 * s + 3, k[3], t));
+      acc[v] = FlushIf<kFtz>(_mm512_add_ps(FlushIf<kFtz>(acc[v]), t));
     }
   }
 }
@@ -380,8 +372,8 @@ void StepsV100(__m512 acc[], const float* a, const int32_t* a_field, const Sourc
 
 template <StepModel kModel, int V, int kSteps, class Source>
 void RunSteps(__m512 acc[], const float* a, const int32_t* a_field, const Source& source, bool inputs_special) {
-  if constexpr (kModel == StepModel::kSm90Emulated) StepsSm90<V, kSteps>(acc, a, source);
-  if constexpr (kModel == StepModel::kSm90EmulatedFtz) StepsSm90Ftz<V, kSteps>(acc, a, source);
+  if constexpr (kModel == StepModel::kSm90Emulated) StepsSm90<false, V, kSteps>(acc, a, source);
+  if constexpr (kModel == StepModel::kSm90EmulatedFtz) StepsSm90<true, V, kSteps>(acc, a, source);
   if constexpr (kModel == StepModel::kV100) StepsV100<V, kSteps>(acc, a, a_field, source, inputs_special);
 }
 

@@ -192,7 +192,9 @@ uint32_t ScalarElement(const GemmPlan& plan, const uint16_t* activations, const 
   return reduced;
 }
 
-absl::Status Validate(const GroupedProblem& problem, const ReferenceOptions& options) {
+}  // namespace
+
+absl::Status ValidateReferenceInputs(const GroupedProblem& problem, const ReferenceOptions& options) {
   MXDIFF_RETURN_IF_ERROR(ValidateProblem(problem));
   MXDIFF_RETURN_IF_ERROR(ValidateTactic(options.tactic));
   if (int(options.model) >= kStepModelCount) {
@@ -212,14 +214,12 @@ absl::Status Validate(const GroupedProblem& problem, const ReferenceOptions& opt
   return absl::OkStatus();
 }
 
-}  // namespace
-
 bool ReferenceFastPathAvailable() { return internal::FastPathSupportedByCpu(); }
 bool ReferenceAvx512PathAvailable() { return internal::Avx512PathSupportedByCpu(); }
 
 absl::Status ReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
                               std::vector<uint32_t>& output) {
-  MXDIFF_RETURN_IF_ERROR(Validate(problem, options));
+  MXDIFF_RETURN_IF_ERROR(ValidateReferenceInputs(problem, options));
   const bool fast_available = internal::FastPathSupportedByCpu();
   if ((options.path == ReferencePath::kFast || options.path == ReferencePath::kFastAvx2) && !fast_available) {
     return absl::UnimplementedError("the fast reference path needs a CPU with AVX2 and FMA");
@@ -318,7 +318,7 @@ absl::Status ReferenceGemm(const GroupedProblem& problem, const ReferenceOptions
 
 absl::StatusOr<ElementTrace> TraceElement(const GroupedProblem& problem, const ReferenceOptions& options,
                                           int row, int column) {
-  MXDIFF_RETURN_IF_ERROR(Validate(problem, options));
+  MXDIFF_RETURN_IF_ERROR(ValidateReferenceInputs(problem, options));
   if (row < 0 || row >= problem.rows()) {
     return absl::OutOfRangeError(fmt::format("row {} outside [0, {})", row, problem.rows()));
   }

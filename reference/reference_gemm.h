@@ -36,6 +36,11 @@ bool ReferenceFastPathAvailable();
 // Whether the fast path runs its AVX-512 flavour on this CPU.
 bool ReferenceAvx512PathAvailable();
 
+// The checks every reference (this one, reference/device/) makes before it computes, so that
+// both oracles refuse the same inputs: the problem, the tactic, the model and transform in
+// range (InvalidArgument), at most 2^31 outputs (ResourceExhausted).
+absl::Status ValidateReferenceInputs(const GroupedProblem& problem, const ReferenceOptions& options);
+
 // Writes M x N fp16 bits into `output` (resized). InvalidArgument for a bad problem or tactic,
 // ResourceExhausted beyond 2^31 outputs, Unimplemented for ReferencePath::kFast without AVX2/FMA.
 absl::Status ReferenceGemm(const GroupedProblem& problem, const ReferenceOptions& options,

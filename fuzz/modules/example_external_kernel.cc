@@ -11,6 +11,7 @@
 #include "fmt/format.h"
 #include "fuzz/modules/kernel_abi_support.h"
 #include "fuzz/modules/mxdiff_kernel_abi.h"
+#include "fuzz/modules/reference_behind_abi.h"
 #include "reference/reference_gemm.h"
 
 namespace {
@@ -25,16 +26,13 @@ int RunExample(const mxdiff_problem* p, uint16_t* output, char* message, size_t 
     return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size,
                 fmt::format("transform {} / step model {} unknown", p->transform, p->step_model));
   }
-  const mxdiff::GroupedProblem problem = mxdiff::fuzz::ProblemOf(*p);
   mxdiff::ReferenceOptions options;
   options.transform = mxdiff::Transform(p->transform);
   options.model = mxdiff::StepModel(p->step_model);
-  options.tactic.cta_k = p->cta_k;
-  options.tactic.splits = p->splits;
-  options.threads = 1;
   std::vector<uint16_t> result;
-  if (absl::Status status = mxdiff::ReferenceGemm(problem, options, result); !status.ok()) {
-    return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size, std::string(status.message()));
+  if (int code = mxdiff::fuzz::RunReferenceBehindAbi(*p, options, result, message, message_size);
+      code != MXDIFF_KERNEL_OK) {
+    return code;
   }
   if (!result.empty()) std::memcpy(output, result.data(), result.size() * sizeof(uint16_t));
   const char* flip = std::getenv("MXDIFF_EXAMPLE_KERNEL_FLIP");

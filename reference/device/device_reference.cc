@@ -57,25 +57,6 @@ absl::Status RequireDevice() {
   return absl::OkStatus();
 }
 
-// The CPU reference's checks (reference_gemm.cc), so both oracles refuse the same inputs.
-absl::Status Validate(const GroupedProblem& problem, const ReferenceOptions& options) {
-  if (absl::Status status = ValidateProblem(problem); !status.ok()) return status;
-  if (absl::Status status = ValidateTactic(options.tactic); !status.ok()) return status;
-  if (int(options.model) >= kStepModelCount) {
-    return absl::InvalidArgumentError(fmt::format("unknown step model {}", int(options.model)));
-  }
-  if (int(options.transform) >= kTransformCount) {
-    return absl::InvalidArgumentError(fmt::format("unknown transform {}", int(options.transform)));
-  }
-  constexpr double kMaxElements = double(1u << 31);
-  if (double(problem.rows()) * problem.n > kMaxElements || double(problem.groups) * problem.n > kMaxElements) {
-    return absl::ResourceExhaustedError(fmt::format("{} rows x {} columns ({} groups) exceed the reference's "
-                                                    "limit of 2^31 outputs",
-                                                    problem.rows(), problem.n, problem.groups));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 bool DeviceReferenceAvailable(std::string* why) {
@@ -91,7 +72,7 @@ bool DeviceReferenceAvailable(std::string* why) {
 
 absl::Status DeviceReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
                                     std::vector<uint32_t>& output) {
-  if (absl::Status status = Validate(problem, options); !status.ok()) return status;
+  if (absl::Status status = ValidateReferenceInputs(problem, options); !status.ok()) return status;
   if (absl::Status status = RequireDevice(); !status.ok()) return status;
   DeviceArray<int32_t> row_offsets;
   DeviceArray<uint16_t> activations;

@@ -146,9 +146,9 @@ double PeakRssMiB() {
 
 void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
-void BM_AuditScaleBytes(benchmark::State& state) {
-  const int threads = int(state.range(0));
-  const Generated& checkpoint = Checkpoint(int(state.range(1)));
+// The timed loop of one case: audits `checkpoint` with `threads` scan threads (0: the default)
+// each iteration, then sets the counters every case reports (rate, sizes, peak RSS).
+void TimeAudits(benchmark::State& state, const Generated& checkpoint, int threads) {
   AuditOptions options;
   options.scan.threads = threads;
   ResetPeakRss();
@@ -161,8 +161,13 @@ void BM_AuditScaleBytes(benchmark::State& state) {
                                                        benchmark::Counter::OneK::kIs1000);
   state.counters["checkpoint_GB"] = double(checkpoint.file_bytes) * 1e-9;
   state.counters["scale_GB"] = double(checkpoint.scale_bytes) * 1e-9;
-  state.counters["files"] = double(checkpoint.files.size());
   state.counters["peak_rss_MiB"] = PeakRssMiB();
+}
+
+void BM_AuditScaleBytes(benchmark::State& state) {
+  const Generated& checkpoint = Checkpoint(int(state.range(1)));
+  TimeAudits(state, checkpoint, int(state.range(0)));
+  state.counters["files"] = double(checkpoint.files.size());
 }
 
 // Issue 23, item 16: one large shard as V4-Flash has them, a whole layer of 256 routed experts
@@ -191,22 +196,7 @@ const Generated& LargeShard() {
   return generated;
 }
 
-void BM_AuditLargeShard(benchmark::State& state) {
-  const Generated& checkpoint = LargeShard();
-  AuditOptions options;
-  options.scan.threads = int(state.range(0));
-  ResetPeakRss();
-  for (auto _ : state) {
-    const AuditResult result = RunAudit(checkpoint.files, options);
-    if (!result.errors.empty()) state.SkipWithError(result.errors[0].message.c_str());
-    benchmark::DoNotOptimize(result.scan.tensors.data());
-  }
-  state.counters["scale_bytes/s"] = benchmark::Counter(double(checkpoint.scale_bytes), benchmark::Counter::kIsIterationInvariantRate,
-                                                       benchmark::Counter::OneK::kIs1000);
-  state.counters["checkpoint_GB"] = double(checkpoint.file_bytes) * 1e-9;
-  state.counters["scale_GB"] = double(checkpoint.scale_bytes) * 1e-9;
-  state.counters["peak_rss_MiB"] = PeakRssMiB();
-}
+void BM_AuditLargeShard(benchmark::State& state) { TimeAudits(state, LargeShard(), int(state.range(0))); }
 
 // The same three, interleaved: each iteration audits the shard with 1 thread, 2 threads and the
 // default, in turn, and the counters are each one's median rate over the iterations. On a

@@ -13,58 +13,30 @@ by hand:
 
 Cases that need real libFuzzer binaries run only with --fuzzing 1 (the libFuzzer build's ctest).
 """
-import argparse
 import glob
 import os
 import re
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import contract_cases  # noqa: E402  (tests/tools/contract_cases.py: Case, run_cases, write, fake_fuzzer)
+from contract_cases import fake_fuzzer, write  # noqa: E402
 
 NEVER = [r"Traceback \(most recent call last\)", r"terminate called", r"AddressSanitizer"]
 
 
-class Case:
-    def __init__(self, name, argv, status, says=(), never=(), timeout=60, env=None, check=None, before=None,
-                 cwd=None):
-        self.name, self.argv, self.status = name, argv, status
-        self.says, self.never = list(says), list(never) + NEVER
-        self.timeout, self.env, self.cwd = timeout, env or {}, cwd
-        self.check = check    # callable(output, seconds) -> error text or None, after the run
-        self.before = before  # callable() run first
+class Case(contract_cases.Case):
+    """A case of this test: 60 s unless told, never the patterns in NEVER, and a check that is
+    called with the output and the run's seconds."""
 
+    def __init__(self, name, argv, status, says=(), never=(), timeout=60, **kwargs):
+        super().__init__(name, argv, status, says, list(never) + NEVER, timeout, **kwargs)
 
-def run(case):
-    env = dict(os.environ, **case.env)
-    started = time.time()
-    process = subprocess.Popen(case.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                               start_new_session=True, cwd=case.cwd)
-    try:
-        output, _ = process.communicate(timeout=case.timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return None, output.decode(errors="replace"), time.time() - started
-    return process.returncode, output.decode(errors="replace"), time.time() - started
-
-
-def write(path, data, mode=None):
-    with open(path, "wb") as out:
-        out.write(data)
-    if mode is not None:
-        os.chmod(path, mode)
-    return path
-
-
-def fake_fuzzer(path, body):
-    """An executable that passes the campaign's libFuzzer check (it names libFuzzer's flags) and does
-    what `body` (sh) says."""
-    with open(path, "w") as out:
-        out.write("#!/bin/sh\n# looks like libFuzzer: max_total_time merge_control_file\n" + body + "\n")
-    os.chmod(path, 0o755)
+    def checked(self, output, seconds):
+        return self.check(output, seconds)
 
 
 def cores():
@@ -431,51 +403,5 @@ def elf_type(path):
     return int.from_bytes(header[16:18], "little") if header[:4] == b"\x7fELF" else None
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", required=True)
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--example-kernel", required=True)
-    parser.add_argument("--slow-kernel", required=True)
-    parser.add_argument("--fuzzing", type=int, default=0)
-    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
-    opt = parser.parse_args()
-    opt.repo, opt.build = os.path.abspath(opt.repo), os.path.abspath(opt.build)
-    opt.example_kernel, opt.slow_kernel = os.path.abspath(opt.example_kernel), os.path.abspath(opt.slow_kernel)
-    failures = 0
-    with tempfile.TemporaryDirectory(prefix="mxdiff-campaign-") as tmp:
-        cases = [c for c in build_cases(opt, tmp) if opt.k in c.name]
-        for case in cases:
-            if case.before:
-                case.before()
-            status, output, seconds = run(case)
-            problems = []
-            if status is None:
-                problems.append(f"no exit within {case.timeout} s (a hang): killed")
-            elif status != case.status:
-                problems.append(f"exit status {status}, expected {case.status}")
-            for pattern in case.says:
-                if not re.search(pattern, output, re.M):
-                    problems.append(f"output lacks /{pattern}/")
-            for pattern in case.never:
-                if re.search(pattern, output, re.M):
-                    problems.append(f"output has /{pattern}/")
-            if case.check and status is not None:
-                extra = case.check(output, seconds)
-                if extra:
-                    problems.append(extra)
-            print(f"{'ok  ' if not problems else 'FAIL'} {case.name} (exit {status}, {seconds:.1f} s)", flush=True)
-            if problems:
-                failures += 1
-                env = " ".join(f"{k}={v}" for k, v in case.env.items())
-                print(f"     command: {env + ' ' if env else ''}{' '.join(case.argv)}"
-                      + (f" (in {case.cwd})" if case.cwd else ""))
-                for p in problems:
-                    print(f"     {p}")
-                print("     output:\n" + "\n".join("       | " + line for line in output.splitlines()[-40:]))
-        print(f"{len(cases) - failures} of {len(cases)} cases passed")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(contract_cases.main(__doc__, "--slow-kernel", build_cases, "mxdiff-campaign-"))

@@ -12,59 +12,28 @@ suite. Run by ctest (tests/tools/cli/CMakeLists.txt); by hand:
 Cases that need real libFuzzer binaries (the campaign fuzzing for a few seconds) run only with
 --fuzzing 1 (the libFuzzer build's ctest); the others run in both builds.
 """
-import argparse
 import json
 import os
 import re
-import signal
 import struct
 import subprocess
 import sys
-import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import contract_cases  # noqa: E402  (tests/tools/contract_cases.py: Case, run_cases, write, fake_fuzzer)
+from contract_cases import fake_fuzzer, write  # noqa: E402
 
 NEVER = [r"Traceback \(most recent call last\)", r"terminate called", r"std::__ios_failure", r"bad_alloc",
          r"AddressSanitizer", r"runtime error:"]
 
 
-class Case:
-    def __init__(self, name, argv, status, says=(), never=(), timeout=30, env=None, needs=None, check=None,
-                 before=None, stdout=None, stderr=None):
-        self.name, self.argv, self.status = name, argv, status
-        self.stdout = stdout  # a path the tool's stdout is opened on (/dev/full); stderr is still read
-        self.stderr = stderr  # likewise for stderr; stdout is still read
-        self.says, self.never = list(says), list(never) + NEVER
-        self.timeout, self.env, self.needs = timeout, env or {}, needs
-        self.check = check    # callable(output) -> error text or None, after the run
-        self.before = before  # callable() run first (the state the check compares against)
+class Case(contract_cases.Case):
+    """A case of this test: 30 s unless told, never the patterns in NEVER; its check is called with
+    the output."""
 
-
-def run(case):
-    env = dict(os.environ, **case.env)
-    started = time.time()
-    sink = open(case.stdout, "wb") if case.stdout else None  # then stderr is what is checked
-    error_sink = open(case.stderr, "wb") if case.stderr else None  # then stdout is
-    process = subprocess.Popen(case.argv, stdout=sink or subprocess.PIPE,
-                               stderr=error_sink or (subprocess.PIPE if sink else subprocess.STDOUT), env=env,
-                               start_new_session=True)
-    for opened in (sink, error_sink):
-        if opened:
-            opened.close()
-
-    def said(streams):
-        return (streams[1] if sink else streams[0]) or b""
-
-    try:
-        output = said(process.communicate(timeout=case.timeout))
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)  # the campaign stops its workers on SIGTERM
-        try:
-            output = said(process.communicate(timeout=10))
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            output = said(process.communicate())
-        return None, output.decode(errors="replace"), time.time() - started
-    return process.returncode, output.decode(errors="replace"), time.time() - started
+    def __init__(self, name, argv, status, says=(), never=(), timeout=30, env=None, needs=None, **kwargs):
+        super().__init__(name, argv, status, says, list(never) + NEVER, timeout, env, **kwargs)
+        self.needs = needs
 
 
 def v1_case(n, k, rows, activations, codes, scales, model=0, request=0, tactic=(8, 8, 32, 1, 0)):
@@ -85,20 +54,6 @@ def lcg(seed):
 def moderate_f16(gen):
     value = next(gen)
     return ((value & 1) << 15) | ((8 + value % 14) << 10) | ((value >> 8) & 0x3FF)
-
-
-def write(path, data):
-    with open(path, "wb") as out:
-        out.write(data)
-    return path
-
-
-def fake_fuzzer(path, body):
-    """An executable that passes the campaign's libFuzzer check (it names libFuzzer's flags) and does
-    what `body` (sh) says: how a target that stops at start-up, or runs zero executions, looks."""
-    with open(path, "w") as out:
-        out.write("#!/bin/sh\n# looks like libFuzzer: max_total_time merge_control_file\n" + body + "\n")
-    os.chmod(path, 0o755)
 
 
 def build_cases(opt, tmp):
@@ -539,51 +494,6 @@ def build_cases(opt, tmp):
     return cases
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", required=True)
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--example-kernel", required=True)
-    parser.add_argument("--test-kernel", required=True)
-    parser.add_argument("--fuzzing", type=int, default=0)
-    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
-    opt = parser.parse_args()
-    opt.repo, opt.build = os.path.abspath(opt.repo), os.path.abspath(opt.build)
-    failures = 0
-    with tempfile.TemporaryDirectory(prefix="mxdiff-cli-") as tmp:
-        cases = [c for c in build_cases(opt, tmp) if opt.k in c.name]
-        for case in cases:
-            if case.before:
-                case.before()
-            status, output, seconds = run(case)
-            problems = []
-            if status is None:
-                problems.append(f"no exit within {case.timeout} s (a hang): killed")
-            elif status != case.status:
-                problems.append(f"exit status {status}, expected {case.status}")
-            for pattern in case.says:
-                if not re.search(pattern, output, re.M):
-                    problems.append(f"output lacks /{pattern}/")
-            for pattern in case.never:
-                if re.search(pattern, output, re.M):
-                    problems.append(f"output has /{pattern}/")
-            if case.check and status is not None:
-                extra = case.check(output)
-                if extra:
-                    problems.append(extra)
-            print(f"{'ok  ' if not problems else 'FAIL'} {case.name} (exit {status}, {seconds:.1f} s)")
-            if problems:
-                failures += 1
-                command = " ".join(a.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                                   for a in case.argv)  # a path may hold any bytes
-                env = " ".join(f"{k}={v}" for k, v in case.env.items())
-                print(f"     command: {env + ' ' if env else ''}{command}")
-                for p in problems:
-                    print(f"     {p}")
-                print("     output:\n" + "\n".join("       | " + line for line in output.splitlines()[-40:]))
-        print(f"{len(cases) - failures} of {len(cases)} cases passed")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # On a hang, SIGTERM first: the campaign stops its workers on it.
+    sys.exit(contract_cases.main(__doc__, "--test-kernel", build_cases, "mxdiff-cli-", term_grace=10))

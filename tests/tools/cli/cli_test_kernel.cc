@@ -18,6 +18,7 @@
 
 #include "fuzz/modules/kernel_abi_support.h"
 #include "fuzz/modules/mxdiff_kernel_abi.h"
+#include "fuzz/modules/reference_behind_abi.h"
 #include "reference/reference_gemm.h"
 
 namespace {
@@ -46,13 +47,10 @@ int RunTestKernel(const mxdiff_problem* p, uint16_t* output, char* message, size
   } else if (!mode.empty()) {
     return Fail(MXDIFF_KERNEL_FAILED, message, message_size, "MXDIFF_TEST_KERNEL: unknown mode " + mode);
   }
-  const mxdiff::GroupedProblem problem = mxdiff::fuzz::ProblemOf(*p);
-  options.tactic.cta_k = p->cta_k;
-  options.tactic.splits = p->splits;
-  options.threads = 1;
   std::vector<uint16_t> result;
-  if (absl::Status status = mxdiff::ReferenceGemm(problem, options, result); !status.ok()) {
-    return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size, std::string(status.message()));
+  if (int code = mxdiff::fuzz::RunReferenceBehindAbi(*p, options, result, message, message_size);
+      code != MXDIFF_KERNEL_OK) {
+    return code;
   }
   bool flip = false;
   if (mode.rfind("flip-if-k-at-least=", 0) == 0) {
