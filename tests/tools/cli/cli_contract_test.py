@@ -476,9 +476,11 @@ def build_cases(opt, tmp):
                  before=lambda: listing.update(corpus_listing()),
                  check=lambda output: None if corpus_listing() == listing else "corpus/ changed without --merge",
                  timeout=180),
+            # --time 10: the worker must replay the seed corpus (ASan) before --time + 10 s on a
+            # loaded machine, or the campaign rightly says it did not fuzz.
             Case("campaign --external fuzzes an external kernel without a GPU",
                  campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.example_kernel,
-                             "--jobs", "1", "--time", "3", "--out", out], 0,
+                             "--jobs", "1", "--time", "10", "--out", out], 0,
                  [r"external kernel", r"fuzz_gemm\s+1\s+\d+\s+[1-9]\d*\s.*\bok$"], timeout=240),
             Case("campaign --external finds a kernel's wrong bit",
                  campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.example_kernel,
