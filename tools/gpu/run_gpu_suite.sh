@@ -8,8 +8,9 @@
 #
 # BUILD_DIR holds tests/kernels/{kernels_gpu_test,kernel_benchmark}, tools/mxdiff/mxdiff and,
 # where the machine lacks the build's libraries, runtime-libs/ (tools/gpu/collect_runtime_libs.sh).
-# Where BUILD_DIR also holds tests/fuzz/fuzz_gpu_test and fuzz/fuzz_gemm (the replay binary), the
-# fuzz corpus is replayed on the GPU too; with MXDIFF_FUZZ_BUILD_DIR (a -DMXDIFF_FUZZING=ON build
+# Where BUILD_DIR holds tests/reference/device/device_reference_test, the device reference is
+# checked against the CPU reference. Where BUILD_DIR also holds tests/fuzz/fuzz_gpu_test and
+# fuzz/fuzz_gemm (the replay binary), the fuzz corpus is replayed on the GPU too; with MXDIFF_FUZZ_BUILD_DIR (a -DMXDIFF_FUZZING=ON build
 # holding fuzz/fuzz_gemm and tools/repro/repro) a fuzz_gemm campaign of MXDIFF_FUZZ_TIME seconds
 # (default 60) runs last, corpus/ left as it is. Where BUILD_DIR holds
 # tests/kernels/{moe_layer_gpu_test,moe_layer_benchmark}, the MoE layer's graph tests (and
@@ -51,6 +52,9 @@ for binary in "$tests" "$benchmark" "$mxdiff"; do
 done
 
 step "gpu tests" "$out/gpu_tests.log" 120 "$tests"
+# The device reference against the CPU reference (reference/device/), where built.
+[ -x "$build/tests/reference/device/device_reference_test" ] &&
+  step "device reference" "$out/device_reference.log" 180 "$build/tests/reference/device/device_reference_test"
 # Several processes on the GPU, each launching right after Prepare on several streams.
 [ -x "$build/tests/kernels/prepare_stress" ] &&
   step "stress" "$out/stress.log" $((${MXDIFF_STRESS_SECONDS:-60} + 120)) tools/gpu/stress.sh "$build" \
