@@ -8,6 +8,8 @@ printed (`==mxdiff== FINDING`), and that the two signatures differ. Unplanted, t
 replay clean. The bundle form (several files in one input, `MXSB`, fuzz/README.md) reaches the
 checks of an index and its shards: two of them are planted on bundle seeds the same way, and
 (in the plain replay build, which reports rejected inputs) malformed bundles are rejected.
+Every invariant runs and every broken one is kept: two planted on one input (a comma between
+their names) give one finding, the first's, whose description names the second's signature too.
 
   fuzz_safetensors_signature_test.py FUZZ_SAFETENSORS_BINARY CORPUS_DIR
 """
@@ -32,6 +34,14 @@ def bundle(files, count=None):
     for name, data in files:
         blob += bytes([len(name)]) + name + struct.pack("<I", len(data)) + data
     return blob
+
+
+# (two invariants planted together, corpus file that reaches both): the finding is the first's and
+# names the second's signature.
+PLANTED_TOGETHER = (
+    (("scan-histogram", "text-report"), "real-deepseek-v4-layer.safetensors"),
+    (("bundle-index-accounted", "bundle-copies-are-error"), "bundle-missing-shard-and-stray.mxsb"),
+)
 
 
 # Malformed bundles: each must be rejected (not a valid input), never audited.
@@ -82,6 +92,18 @@ def main():
             if f"invariant {plant} broken" not in result.stderr:
                 failures.append(f"{name} with {plant} planted: the description does not name the invariant")
             signatures += firsts
+    for (first, second), name in PLANTED_TOGETHER:
+        with tempfile.TemporaryDirectory() as work:
+            result = run(binary, corpus, name, f"{first},{second}", work)
+            texts = glob.glob(os.path.join(work, "findings", "*.txt"))
+            contents = [open(t, errors="replace").read() for t in texts]
+            if result.returncode == 0 or len(contents) != 1:
+                failures.append(f"{name} with {first} and {second} planted: exit {result.returncode}, "
+                                f"{len(contents)} finding files\n{result.stderr[-2000:]}")
+            elif not contents[0].startswith(f"signature: invariant/{first}\n") or \
+                    f"also: invariant/{second}" not in contents[0]:
+                failures.append(f"{name} with {first} and {second} planted: the finding is not {first}'s naming "
+                                f"invariant/{second}:\n{contents[0][:2000]}")
     with tempfile.TemporaryDirectory() as work:
         valid = os.path.join(work, "valid.mxsb")
         with open(valid, "wb") as f:
