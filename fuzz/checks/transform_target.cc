@@ -4,9 +4,13 @@
 #include <bitset>
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "fmt/format.h"
 #include "fuzz/driver/coverage_counters.h"
+#include "fuzz/driver/fuzz_target.h"
 #include "reference/admission.h"
 #include "reference/transform.h"
 
@@ -31,11 +35,6 @@ bool SameF16Value(uint16_t bits, double expected) {
   return got == expected;
 }
 
-struct ByteVerdict {
-  bool checked = false;
-  bool transforms_agree = false;
-};
-
 Finding TransformFinding(std::string signature, uint8_t raw, uint8_t code, uint16_t ordinary, uint16_t folded,
                          std::string what) {
   return Finding{std::move(signature),
@@ -45,7 +44,7 @@ Finding TransformFinding(std::string signature, uint8_t raw, uint8_t code, uint1
                              f16_to_f32(ordinary), folded, f16_to_f32(folded))};
 }
 
-CheckResult CheckScaleByte(uint8_t raw, ByteVerdict& verdict) {
+CheckResult CheckScaleByte(uint8_t raw) {
   const uint16_t ordinary_scale = prepared_scale(Transform::kOrdinary, raw);
   const uint16_t folded_scale = prepared_scale(Transform::kFolded, raw);
   const int a = adjusted_exponent(raw);
@@ -86,7 +85,6 @@ CheckResult CheckScaleByte(uint8_t raw, ByteVerdict& verdict) {
       }
     }
   }
-  verdict = {true, agree};
   if (FoldAdmitted(raw) != agree) {
     return Finding{fmt::format("transform/admission-{}/raw={}", agree ? "refuses-equal" : "admits-different", raw),
                    fmt::format("FoldAdmitted({}) = {} but the transforms {} on all 16 codes", raw, FoldAdmitted(raw),
@@ -142,23 +140,46 @@ CheckResult CheckDequantizeWord(const FuzzCase& c) {
   return std::nullopt;
 }
 
-}  // namespace
+// Whether the two transforms agree on all 16 codes of scale byte `raw` (once per byte per process).
+bool TransformsAgree(uint8_t raw) {
+  static const std::array<bool, 256> agree = [] {
+    std::array<bool, 256> table{};
+    for (int byte = 0; byte < 256; ++byte) {
+      const uint16_t ordinary_scale = prepared_scale(Transform::kOrdinary, uint8_t(byte));
+      const uint16_t folded_scale = prepared_scale(Transform::kFolded, uint8_t(byte));
+      table[byte] = true;
+      for (uint8_t code = 0; code < 16; ++code) {
+        table[byte] = table[byte] && dequantize(Transform::kOrdinary, code, ordinary_scale) ==
+                                         dequantize(Transform::kFolded, code, folded_scale);
+      }
+    }
+    return table;
+  }();
+  return agree[raw];
+}
 
-CheckResult CheckTransformCase(const FuzzCase& c) {
-  // The transforms are pure functions of the scale byte, so each byte is checked once per
-  // process; a finding aborts, so a byte in the table has passed.
-  static std::array<ByteVerdict, 256> verdicts{};
+size_t RefusedBytes(const FuzzCase& c) {
   size_t refused = 0;
+  for (uint8_t raw : c.scale_bytes) refused += TransformsAgree(raw) ? 0 : 1;
+  return refused;
+}
+
+// Every scale byte against the MX spec and the contract, and its admission.
+CheckResult CheckScaleBytes(const FuzzCase& c) {
+  // The transforms are pure functions of the scale byte, so each byte that passed is not checked again.
+  static std::array<bool, 256> passed{};
   for (uint8_t raw : c.scale_bytes) {
     CountScaleClass(raw);
-    if (!verdicts[raw].checked) {
-      if (CheckResult finding = CheckScaleByte(raw, verdicts[raw])) return finding;
-    }
-    refused += verdicts[raw].transforms_agree ? 0 : 1;
+    if (passed[raw]) continue;
+    if (CheckResult finding = CheckScaleByte(raw)) return finding;
+    passed[raw] = true;
   }
-  if (CheckResult finding = CheckNibbleOrder(c)) return finding;
-  if (CheckResult finding = CheckDequantizeWord(c)) return finding;
+  return std::nullopt;
+}
 
+// AdmitLayer's verdict against the per-byte count of bytes whose transforms differ.
+CheckResult CheckLayerAdmission(const FuzzCase& c) {
+  const size_t refused = RefusedBytes(c);
   const LayerAdmission admission = AdmitLayer(c.scale_bytes);
   if (admission.admitted != (refused == 0) || admission.refused_count != refused) {
     return Finding{"admission/layer-verdict",
@@ -166,13 +187,19 @@ CheckResult CheckTransformCase(const FuzzCase& c) {
                                "refused bytes",
                                admission.admitted, admission.refused_count, refused)};
   }
-  // The route, over a registry holding both variants of the case's tactic: folded must never
-  // run where any code of any scale byte of the layer would change bits.
+  return std::nullopt;
+}
+
+// The route, over a registry holding both variants of the case's tactic: folded must never
+// run where any code of any scale byte of the layer would change bits.
+CheckResult CheckRoute(const FuzzCase& c) {
+  const size_t refused = RefusedBytes(c);
+  const bool admitted = AdmitLayer(c.scale_bytes).admitted;
   KernelRegistry registry;
   registry.Add(c.tactic, Transform::kOrdinary);
   registry.Add(c.tactic, Transform::kFolded);
-  absl::StatusOr<Route> route = DecideRoute(registry, c.tactic, c.request, c.policy, admission.admitted,
-                                            admission.admitted ? "" : "refused layer");
+  absl::StatusOr<Route> route =
+      DecideRoute(registry, c.tactic, c.request, c.policy, admitted, admitted ? "" : "refused layer");
   if (!route.ok()) {
     CountRouteError(c.request, c.policy, route.status().code());
     return std::nullopt;
@@ -184,6 +211,38 @@ CheckResult CheckTransformCase(const FuzzCase& c) {
                                RouteReasonName(route->reason), refused)};
   }
   return std::nullopt;
+}
+
+std::set<std::string, std::less<>>& PlantedChecks() {
+  static std::set<std::string, std::less<>> planted;
+  return planted;
+}
+
+CheckResult Planted(std::string_view name) {
+  return Finding{fmt::format("transform/planted/{}", name), fmt::format("check {} planted by a test", name)};
+}
+
+constexpr NamedCheck<FuzzCase> kTransformChecks[] = {
+    {"scale-bytes", CheckScaleBytes}, {"nibble-order", CheckNibbleOrder}, {"dequantize-word", CheckDequantizeWord},
+    {"layer-admission", CheckLayerAdmission}, {"route", CheckRoute},
+};
+
+}  // namespace
+
+std::vector<std::string_view> TransformCheckNames() { return CheckNamesOf(kTransformChecks); }
+
+std::vector<Finding> TransformFindings(const FuzzCase& c) {
+  std::vector<Finding> findings;
+  for (const NamedCheck<FuzzCase>& check : kTransformChecks) {
+    CheckResult finding = check.run(c);
+    if (!finding && PlantedChecks().contains(check.name)) finding = Planted(check.name);
+    if (finding) findings.push_back(*std::move(finding));
+  }
+  return findings;
+}
+
+void PlantTransformChecksForTest(std::vector<std::string> names) {
+  PlantedChecks() = {names.begin(), names.end()};
 }
 
 }  // namespace mxdiff::fuzz
