@@ -112,20 +112,6 @@ FuzzTarget CaseFormatTarget(std::string_view name, std::string_view kind, size_t
   };
 }
 
-// A cpu target of the case format whose property is one named check.
-template <CheckResult (*Check)(const FuzzCase&), const MutationProfile& Profile>
-FuzzTarget OneCheckCaseTarget(std::string_view name, std::string_view check_name, size_t max_len) {
-  FuzzTarget target = CaseFormatTarget<Profile>(name, "cpu", max_len);
-  target.check_names = {check_name};
-  target.check = [](std::span<const uint8_t> input, bool fresh) {
-    return CheckCaseInput(input, fresh, [](const FuzzCase& c) {
-      const CheckResult finding = Check(c);
-      return finding ? std::vector<Finding>{*finding} : std::vector<Finding>{};
-    });
-  };
-  return target;
-}
-
 // What the entry points do with one input (fuzz/driver/target_driver.h: CheckFuzzInput).
 int RunTargetInput(const FuzzTarget& target, const uint8_t* data, size_t size);
 size_t MutateTargetInput(const FuzzTarget& target, uint8_t* data, size_t size, size_t max_size, unsigned seed);
