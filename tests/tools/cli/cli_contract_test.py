@@ -481,7 +481,9 @@ def build_cases(opt, tmp):
             Case("campaign --external fuzzes an external kernel without a GPU",
                  campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.example_kernel,
                              "--jobs", "1", "--time", "10", "--out", out], 0,
-                 [r"external kernel", r"fuzz_gemm\s+1\s+\d+\s+[1-9]\d*\s.*\bok$"], timeout=240),
+                 # A worker in a large case 10 s past --time is stopped (tools/README.md) and still fuzzed.
+                 [r"external kernel", r"fuzz_gemm\s+1\s+\d+\s+[1-9]\d*\s.*\bok( \(1 worker\(s\) stopped at the time limit\))?$"],
+                 timeout=240),
             Case("campaign --external finds a kernel's wrong bit",
                  campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.example_kernel,
                              "--jobs", "1", "--time", "3", "--out", out], 1,
