@@ -1,7 +1,9 @@
 // GemmRunner::PrepareAudited with verdicts of a real audit (the fixtures of write_fixtures.py):
 // the audit's own verdict is accepted and gives the same admission as Prepare; a stale, moved or
 // contradicting verdict is refused before anything is prepared. Skips where no GPU exists.
+#include <cstdlib>
 #include <random>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "tests/kernels/gpu_fixture.h"
@@ -14,13 +16,20 @@ namespace {
 using audit::AuditResult;
 using audit::KernelLayer;
 
+// The GPU machine runs a carried build in another folder: MXDIFF_AUDIT_FIXTURES there names
+// where the fixtures were carried.
+std::string FixturesDir() {
+  const char* carried = std::getenv("MXDIFF_AUDIT_FIXTURES");
+  return carried != nullptr && *carried != '\0' ? carried : MXDIFF_AUDIT_FIXTURES;
+}
+
 class PrepareAuditedTest : public GpuTest {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped()) return;
-    result_ = audit::RunAudit({std::string(MXDIFF_AUDIT_FIXTURES) + "/deepseek"}, audit::AuditOptions{});
-    ASSERT_TRUE(result_.errors.empty());
+    result_ = audit::RunAudit({FixturesDir() + "/deepseek"}, audit::AuditOptions{});
+    ASSERT_TRUE(result_.errors.empty()) << result_.errors.front().message;
     absl::StatusOr<std::vector<AuditedLayerVerdict>> verdicts = audit::ReadLayerVerdicts(audit::JsonReport(result_));
     ASSERT_TRUE(verdicts.ok()) << verdicts.status();
     verdicts_ = *std::move(verdicts);
