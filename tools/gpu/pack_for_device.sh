@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine without the build's packages needs into one archive: the GPU tests,
+# benchmarks, mxdiff and prepare_stress of BUILD_DIR, fuzz_gemm/fuzz_layer/repro of a libFuzzer
+# build (FUZZ_BUILD_DIR, optional), the audit fixtures, and their shared libraries.
+#   tools/gpu/pack_for_device.sh OUT.tar.xz BUILD_DIR [FUZZ_BUILD_DIR]
+# On the GPU machine: tar xJf OUT.tar.xz, then
+#   LD_LIBRARY_PATH=device-build/runtime-libs tools/gpu/run_gpu_suite.sh device-build/kern
+# (fuzz build: device-build/fuzz; fixtures: MXDIFF_AUDIT_FIXTURES=device-build/audit-fixtures).
+set -euo pipefail
+if (($# < 2)); then
+  echo "usage: $0 OUT.tar.xz BUILD_DIR [FUZZ_BUILD_DIR]" >&2
+  exit 2
+fi
+archive=$1 build=$2 fuzz_build=${3:-}
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root=$stage/device-build
+# copy_stripped FROM_DIR TO_DIR STRIP_FLAG RELATIVE_PATH...: the binaries that exist, stripped.
+copy_stripped() {
+  local from=$1 to=$2 flag=$3
+  shift 3
+  for relative in "$@"; do
+    [ -x "$from/$relative" ] || continue
+    mkdir -p "$to/$(dirname "$relative")"
+    strip "$flag" -o "$to/$relative" "$from/$relative"
+  done
+}
+copy_stripped "$build" "$root/kern" --strip-all \
+  tests/kernels/kernels_gpu_test tests/kernels/moe_layer_gpu_test tests/kernels/prepare_stress \
+  tests/kernels/kernel_benchmark tests/kernels/moe_layer_benchmark tests/fuzz/fuzz_gpu_test \
+  tests/fuzz/fuzz_gemm_benchmark tests/reference/device/device_reference_test \
+  tests/tools/audit/audit_gpu_test tests/tools/bench/bench_gpu_test tools/mxdiff/mxdiff \
+  fuzz/fuzz_gemm fuzz/fuzz_layer tools/repro/repro
+[ -x "$root/kern/tools/mxdiff/mxdiff" ] || { echo "$0: no tools/mxdiff/mxdiff in $build" >&2; exit 2; }
+if [ -n "$fuzz_build" ]; then
+  # Debug info goes, symbols stay: the sanitizers' reports still name functions.
+  copy_stripped "$fuzz_build" "$root/fuzz" --strip-debug fuzz/fuzz_gemm fuzz/fuzz_layer tools/repro/repro \
+    fuzz/libmxdiff_example_kernel.so
+fi
+[ -d "$build/tests/tools/audit/fixtures" ] && cp -r "$build/tests/tools/audit/fixtures" "$root/audit-fixtures"
+mapfile -t binaries < <(find "$root/kern" "$root/fuzz" -type f -perm -u+x 2>/dev/null)
+tools/gpu/collect_runtime_libs.sh "$root/runtime-libs" "${binaries[@]}"
+tar -C "$stage" -cJf "$archive" device-build
+echo "$archive: $(du -h "$archive" | cut -f1)"
