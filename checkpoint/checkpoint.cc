@@ -104,51 +104,81 @@ struct Loader {
     }
   }
 
-  // One rule for every problem of an index (README): the audit goes on with what can be read,
-  // and a tensor the index names whose bytes cannot be read refuses its kernel layer.
-  void LoadIndex(const std::string& path) {
-    const fs::path folder = fs::path(path).parent_path();
-    const std::string folder_name = folder.empty() ? std::string(".") : folder.string();
-    std::vector<AuditError> entry_errors;
-    absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxIndexBytes);
-    absl::StatusOr<ShardIndex> index = text.ok() ? ParseShardIndex(path, *text, &entry_errors) : text.status();
-    if (!index.ok()) {
-      Fail(ErrorOf(path, index.status()));
-      // An index that cannot be read names nothing: what can be read is its folder's files.
-      if (Stop()) return;
-      std::vector<std::string> indexes, shards;
-      if (ListFolder(folder_name, indexes, shards)) LoadShards(folder_name, shards);
-      return;
-    }
+  // The index's entries that cannot be followed: each an error and its tensor unread. False
+  // when the audit stops.
+  bool RecordEntryErrors(const std::string& path, const ShardIndex& index, std::vector<AuditError>& entry_errors) {
     for (AuditError& error : entry_errors) {
       // The entry's own message without the "FILE: tensor NAME: " its error starts with.
       const std::string prefix = fmt::format("{}: tensor {}: ", path, Quoted(error.tensor));
-      checkpoint.unread.emplace(error.tensor,
-                                UnreadTensor{path, index->unfollowed.at(error.tensor),
-                                             error.message.starts_with(prefix) ? error.message.substr(prefix.size())
-                                                                               : error.message});
+      checkpoint.unread.emplace(
+          error.tensor,
+          UnreadTensor{path, index.unfollowed.at(error.tensor),
+                       error.message.starts_with(prefix) ? error.message.substr(prefix.size()) : error.message});
       Fail(std::move(error));
-      if (Stop()) return;
+      if (Stop()) return false;
     }
-    // Shards in name order, each with the tensors the index puts there.
+    return true;
+  }
+
+  // A shard the index names that is missing or not a regular file: its tensors unread, one error.
+  void FailMissingShard(const std::string& path, const std::string& shard, const std::string& shard_path,
+                        const std::vector<std::string>& tensors) {
+    std::error_code error;
+    const bool exists = fs::exists(fs::symlink_status(shard_path, error));
+    const std::string message =
+        fmt::format("{}: tensor {}: its shard {} is {}: {} {} (the index puts {} tensor{} there)", path,
+                    Quoted(tensors.front()), Quoted(shard), exists ? "not a regular file" : "missing", shard_path,
+                    exists ? "is a folder, device, FIFO or broken link" : "does not exist", tensors.size(),
+                    tensors.size() == 1 ? "" : "s");
+    MarkUnread(path, shard_path, tensors,
+               fmt::format("its shard {} is {}", shard_path, exists ? "not a regular file" : "missing"));
+    Fail(AuditError{path, tensors.front(), message});
+  }
+
+  // A loaded shard against the index: every tensor the index puts there is in it, and every
+  // tensor in it is put there by the index. False when the audit stops.
+  bool CheckShardAgainstIndex(const std::string& path, const ShardIndex& index, const std::string& shard,
+                              const std::string& shard_path, const std::vector<std::string>& tensors,
+                              const CheckpointFile& file) {
+    for (const std::string& tensor : tensors) {
+      if (file.header.Find(tensor) == nullptr) {
+        checkpoint.unread.emplace(
+            tensor, UnreadTensor{path, shard_path,
+                                 fmt::format("the index puts it in {}, which has no such tensor", shard_path)});
+        Fail(AuditError{path, tensor,
+                        fmt::format("{}: tensor {}: the index puts it in {}, which has no such tensor", path,
+                                    Quoted(tensor), shard_path)});
+        if (Stop()) return false;
+      }
+    }
+    for (const TensorInfo& tensor : file.header.tensors) {
+      const auto entry = index.weight_map.find(tensor.name);
+      if (entry == index.weight_map.end()) {
+        Fail(AuditError{shard_path, tensor.name,
+                        fmt::format("{}: tensor {}: not in the index {}", shard_path, Quoted(tensor.name), path)});
+      } else if (entry->second != shard) {
+        Fail(AuditError{shard_path, tensor.name,
+                        fmt::format("{}: tensor {}: the index puts it in {}, not here ({})", shard_path,
+                                    Quoted(tensor.name), Quoted(entry->second), path)});
+      }
+      if (Stop()) return false;
+    }
+    return true;
+  }
+
+  // Shards in name order, each with the tensors the index puts there; the canonical paths of
+  // the shards named go to indexed_paths. False when the audit stops.
+  bool LoadIndexedShards(const std::string& path, const fs::path& folder, const ShardIndex& index,
+                         std::set<std::string>& indexed_paths) {
     std::map<std::string, std::vector<std::string>> shards;
-    for (const auto& [tensor, shard] : index->weight_map) shards[shard].push_back(tensor);
-    std::set<std::string> indexed_paths;  // canonical
+    for (const auto& [tensor, shard] : index.weight_map) shards[shard].push_back(tensor);
     for (const auto& [shard, tensors] : shards) {
-      if (Stop()) return;
+      if (Stop()) return false;
       const std::string shard_path = (folder / shard).string();
       std::error_code error;
       indexed_paths.insert(fs::weakly_canonical(shard_path, error).string());
       if (!fs::is_regular_file(shard_path, error)) {
-        const bool exists = fs::exists(fs::symlink_status(shard_path, error));
-        const std::string message = fmt::format(
-            "{}: tensor {}: its shard {} is {}: {} {} (the index puts {} tensor{} there)", path, Quoted(tensors.front()),
-            Quoted(shard), exists ? "not a regular file" : "missing", shard_path,
-            exists ? "is a folder, device, FIFO or broken link" : "does not exist", tensors.size(),
-            tensors.size() == 1 ? "" : "s");
-        MarkUnread(path, shard_path, tensors,
-                   fmt::format("its shard {} is {}", shard_path, exists ? "not a regular file" : "missing"));
-        Fail(AuditError{path, tensors.front(), message});
+        FailMissingShard(path, shard, shard_path, tensors);
         continue;
       }
       const std::optional<size_t> loaded = LoadFile(shard_path);
@@ -156,34 +186,15 @@ struct Loader {
         MarkUnread(path, shard_path, tensors, fmt::format("its shard {} could not be read", shard_path));
         continue;
       }
-      const CheckpointFile& file = checkpoint.files[*loaded];
-      for (const std::string& tensor : tensors) {
-        if (file.header.Find(tensor) == nullptr) {
-          checkpoint.unread.emplace(
-              tensor, UnreadTensor{path, shard_path, fmt::format("the index puts it in {}, which has no such tensor",
-                                                                 shard_path)});
-          Fail(AuditError{path, tensor,
-                          fmt::format("{}: tensor {}: the index puts it in {}, which has no such tensor", path,
-                                      Quoted(tensor), shard_path)});
-          if (Stop()) return;
-        }
-      }
-      for (const TensorInfo& tensor : file.header.tensors) {
-        const auto entry = index->weight_map.find(tensor.name);
-        if (entry == index->weight_map.end()) {
-          Fail(AuditError{shard_path, tensor.name,
-                          fmt::format("{}: tensor {}: not in the index {}", shard_path, Quoted(tensor.name), path)});
-        } else if (entry->second != shard) {
-          Fail(AuditError{shard_path, tensor.name,
-                          fmt::format("{}: tensor {}: the index puts it in {}, not here ({})", shard_path,
-                                      Quoted(tensor.name), Quoted(entry->second), path)});
-        }
-        if (Stop()) return;
-      }
+      if (!CheckShardAgainstIndex(path, index, shard, shard_path, tensors, checkpoint.files[*loaded])) return false;
     }
-    if (Stop()) return;
-    // *.safetensors files beside the index that it does not name: no part of the checkpoint it
-    // describes, but not to be passed over in silence (RunAudit audits each on its own).
+    return true;
+  }
+
+  // *.safetensors files beside the index that it does not name: no part of the checkpoint it
+  // describes, but not to be passed over in silence (RunAudit audits each on its own).
+  void RecordUnindexedFiles(const std::string& path, const std::string& folder_name, const ShardIndex& index,
+                            const std::set<std::string>& indexed_paths) {
     std::vector<std::string> beside;
     std::error_code error;
     for (fs::directory_iterator it(folder_name, error), end; !error && it != end; it.increment(error)) {
@@ -200,13 +211,36 @@ struct Loader {
       if (header.ok()) {
         unindexed.tensors = header->tensors.size();
         size_t named = 0;
-        for (const TensorInfo& tensor : header->tensors) named += index->weight_map.contains(tensor.name) ? 1 : 0;
+        for (const TensorInfo& tensor : header->tensors) named += index.weight_map.contains(tensor.name) ? 1 : 0;
         unindexed.also_in_index = named;
       } else {
         unindexed.error = std::string(header.status().message());
       }
       checkpoint.unindexed.push_back(std::move(unindexed));
     }
+  }
+
+  // One rule for every problem of an index (README): the audit goes on with what can be read,
+  // and a tensor the index names whose bytes cannot be read refuses its kernel layer.
+  void LoadIndex(const std::string& path) {
+    const fs::path folder = fs::path(path).parent_path();
+    const std::string folder_name = folder.empty() ? std::string(".") : folder.string();
+    std::vector<AuditError> entry_errors;
+    absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxIndexBytes);
+    absl::StatusOr<ShardIndex> index = text.ok() ? ParseShardIndex(path, *text, &entry_errors) : text.status();
+    if (!index.ok()) {
+      Fail(ErrorOf(path, index.status()));
+      // An index that cannot be read names nothing: what can be read is its folder's files.
+      if (Stop()) return;
+      std::vector<std::string> indexes, shards;
+      if (ListFolder(folder_name, indexes, shards)) LoadShards(folder_name, shards);
+      return;
+    }
+    if (!RecordEntryErrors(path, *index, entry_errors)) return;
+    std::set<std::string> indexed_paths;  // canonical
+    if (!LoadIndexedShards(path, folder, *index, indexed_paths)) return;
+    if (Stop()) return;
+    RecordUnindexedFiles(path, folder_name, *index, indexed_paths);
   }
 
   void LoadFolder(const std::string& path) {

@@ -171,43 +171,43 @@ std::vector<std::string> MoeLayersOf(const Checkpoint& checkpoint) {
   return {layers.begin(), layers.end()};
 }
 
-absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint, const audit::ByteSource& source,
-                                                    std::string_view layer, TensorParallel parallel) {
+namespace {
+
+absl::Status CheckTensorParallel(TensorParallel parallel) {
   if (parallel.tp < 1) return absl::InvalidArgumentError(fmt::format("tp={}: must be at least 1", parallel.tp));
   if (parallel.rank < 0 || parallel.rank >= parallel.tp) {
     return absl::InvalidArgumentError(
         fmt::format("rank={} is out of range for tp={} (0..{})", parallel.rank, parallel.tp, parallel.tp - 1));
   }
-  const std::set<int> numbers = ExpertNumbers(checkpoint, layer);
-  if (numbers.empty()) {
-    for (const auto& [name, ref] : checkpoint.by_name) {
-      if (name.starts_with(std::string(layer) + ".") && name.ends_with("gate_up_proj_blocks")) {
-        return absl::UnimplementedError(fmt::format(
-            "{}: {} holds gpt-oss experts ({}): not loaded (its gate_up rows interleave gate and up, and its "
-            "activation and biases are not the MoE layer's)",
-            checkpoint.files[ref.file].path, audit::Quoted(layer), audit::Quoted(name)));
-      }
+  return absl::OkStatus();
+}
+
+// Why `layer` has no routed expert: it holds gpt-oss experts, or it is no MoE layer (with the
+// checkpoint's MoE layers).
+absl::Status NoRoutedExpertError(const Checkpoint& checkpoint, std::string_view layer) {
+  for (const auto& [name, ref] : checkpoint.by_name) {
+    if (name.starts_with(std::string(layer) + ".") && name.ends_with("gate_up_proj_blocks")) {
+      return absl::UnimplementedError(
+          fmt::format("{}: {} holds gpt-oss experts ({}): not loaded (its gate_up rows interleave gate and up, and its "
+                      "activation and biases are not the MoE layer's)",
+                      checkpoint.files[ref.file].path, audit::Quoted(layer), audit::Quoted(name)));
     }
-    std::string known;
-    for (const std::string& l : MoeLayersOf(checkpoint)) known += (known.empty() ? "" : ", ") + l;
-    return absl::NotFoundError(fmt::format("{}: layer {} has no routed expert ({}.ffn.experts.{{e}}.w1.weight); MoE "
-                                           "layers in the checkpoint: {}",
-                                           InputsOf(checkpoint), audit::Quoted(layer), layer,
-                                           known.empty() ? "none" : known));
   }
-  MoeLayerWeights w;
-  w.layer = std::string(layer);
-  w.parallel = parallel;
-  w.experts = *numbers.rbegin() + 1;
-  if (w.experts > kMaxMoeExperts) {
-    return absl::InvalidArgumentError(fmt::format("{}: layer {} has expert {}: at most {} experts", InputsOf(checkpoint),
-                                                  audit::Quoted(layer), w.experts - 1, kMaxMoeExperts));
-  }
+  std::string known;
+  for (const std::string& l : MoeLayersOf(checkpoint)) known += (known.empty() ? "" : ", ") + l;
+  return absl::NotFoundError(
+      fmt::format("{}: layer {} has no routed expert ({}.ffn.experts.{{e}}.w1.weight); MoE "
+                  "layers in the checkpoint: {}",
+                  InputsOf(checkpoint), audit::Quoted(layer), layer, known.empty() ? "none" : known));
+}
+
+// Routed experts 0 .. count - 1 of `layer`, every one of expert 0's shape.
+absl::StatusOr<std::vector<Expert>> FindRoutedExperts(const Checkpoint& checkpoint, std::string_view layer, int count) {
   std::vector<Expert> experts;
-  for (int e = 0; e < w.experts; ++e) {
+  for (int e = 0; e < count; ++e) {
     const std::string prefix = fmt::format("{}.ffn.experts.{}", layer, e);
     absl::StatusOr<Expert> expert =
-        FindExpert(checkpoint, prefix, fmt::format("routed expert {} of {} (experts 0..{})", e, layer, w.experts - 1));
+        FindExpert(checkpoint, prefix, fmt::format("routed expert {} of {} (experts 0..{})", e, layer, count - 1));
     if (!expert.ok()) return expert.status();
     if (!experts.empty()) {
       const Projection& first = experts.front().w1;
@@ -218,7 +218,11 @@ absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint
     }
     experts.push_back(*std::move(expert));
   }
-  const Projection& w1 = experts.front().w1;
+  return experts;
+}
+
+// The layer's sizes from the routed experts' w1, the intermediate size cut by tp.
+absl::Status SetLayerSizes(std::string_view layer, const Projection& w1, TensorParallel parallel, MoeLayerWeights& w) {
   w.hidden = int(w1.k);
   w.full_intermediate = int(w1.rows);
   const std::string where = fmt::format("{} (rows of {})", audit::Quoted(layer), audit::Quoted(w1.stem + ".weight"));
@@ -232,38 +236,73 @@ absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint
         "tp={}: each rank's W2 K slice ({} / {} = {}) of layer {} is not a multiple of the 32-element scale block",
         parallel.tp, w.full_intermediate, parallel.tp, w.intermediate, where));
   }
+  return absl::OkStatus();
+}
 
-  // The shared expert, when the checkpoint has one in MXFP4 of the routed experts' shape.
+// The shared expert, when the checkpoint has one in MXFP4 of the routed experts' shape (w1);
+// one in another dtype is left out with w.shared_note saying why.
+absl::StatusOr<std::optional<Expert>> FindSharedExpert(const Checkpoint& checkpoint, std::string_view layer,
+                                                       const Projection& w1, MoeLayerWeights& w) {
   const std::string shared_prefix = std::string(layer) + ".ffn.shared_experts";
-  std::optional<Expert> shared;
-  if (checkpoint.Find(shared_prefix + ".w1.weight") != nullptr || checkpoint.Find(shared_prefix + ".w2.weight") ||
-      checkpoint.Find(shared_prefix + ".w3.weight")) {
-    TensorRef ref;
-    const TensorInfo* s1 = checkpoint.Find(shared_prefix + ".w1.weight", &ref);
-    if (s1 != nullptr && !IsPackedCodes(s1->dtype)) {
-      w.shared_note = fmt::format("{}: {} is {}, not packed MXFP4 codes: the shared expert is not loaded",
-                                  checkpoint.files[ref.file].path, audit::Quoted(s1->name), audit::DtypeName(s1->dtype));
-    } else {
-      absl::StatusOr<Expert> expert = FindExpert(checkpoint, shared_prefix, fmt::format("the shared expert of {}", layer));
-      if (!expert.ok()) return expert.status();
-      if (absl::Status s = CheckShape(checkpoint, expert->w1, w1.rows, w1.k, audit::Quoted(w1.stem + ".weight")); !s.ok()) {
-        return s;
-      }
-      shared = *std::move(expert);
-      w.shared_expert = true;
-    }
+  if (checkpoint.Find(shared_prefix + ".w1.weight") == nullptr && !checkpoint.Find(shared_prefix + ".w2.weight") &&
+      !checkpoint.Find(shared_prefix + ".w3.weight")) {
+    return std::nullopt;
   }
+  TensorRef ref;
+  const TensorInfo* s1 = checkpoint.Find(shared_prefix + ".w1.weight", &ref);
+  if (s1 != nullptr && !IsPackedCodes(s1->dtype)) {
+    w.shared_note = fmt::format("{}: {} is {}, not packed MXFP4 codes: the shared expert is not loaded",
+                                checkpoint.files[ref.file].path, audit::Quoted(s1->name), audit::DtypeName(s1->dtype));
+    return std::nullopt;
+  }
+  absl::StatusOr<Expert> expert = FindExpert(checkpoint, shared_prefix, fmt::format("the shared expert of {}", layer));
+  if (!expert.ok()) return expert.status();
+  if (absl::Status s = CheckShape(checkpoint, expert->w1, w1.rows, w1.k, audit::Quoted(w1.stem + ".weight")); !s.ok()) {
+    return s;
+  }
+  w.shared_expert = true;
+  return *std::move(expert);
+}
 
+// Reads every expert's codes and scales (this rank's slice) into w, in order.
+absl::Status AppendExperts(const Checkpoint& checkpoint, const audit::ByteSource& source,
+                           const std::vector<Expert>& experts, MoeLayerWeights& w) {
   const size_t groups = size_t(w.groups()), hidden = size_t(w.hidden), inter = size_t(w.intermediate);
   w.w13_codes.reserve(groups * 2 * inter * hidden / 2);
   w.w13_scales.reserve(groups * 2 * inter * hidden / kBlockK);
   w.w2_codes.reserve(groups * hidden * inter / 2);
   w.w2_scales.reserve(groups * hidden * inter / kBlockK);
   std::vector<uint8_t> buffer;
-  if (shared) experts.push_back(*shared);
   for (const Expert& expert : experts) {
     if (absl::Status s = AppendExpert(checkpoint, source, expert, w, buffer, w); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint, const audit::ByteSource& source,
+                                                    std::string_view layer, TensorParallel parallel) {
+  if (absl::Status s = CheckTensorParallel(parallel); !s.ok()) return s;
+  const std::set<int> numbers = ExpertNumbers(checkpoint, layer);
+  if (numbers.empty()) return NoRoutedExpertError(checkpoint, layer);
+  MoeLayerWeights w;
+  w.layer = std::string(layer);
+  w.parallel = parallel;
+  w.experts = *numbers.rbegin() + 1;
+  if (w.experts > kMaxMoeExperts) {
+    return absl::InvalidArgumentError(fmt::format("{}: layer {} has expert {}: at most {} experts",
+                                                  InputsOf(checkpoint), audit::Quoted(layer), w.experts - 1,
+                                                  kMaxMoeExperts));
+  }
+  absl::StatusOr<std::vector<Expert>> experts = FindRoutedExperts(checkpoint, layer, w.experts);
+  if (!experts.ok()) return experts.status();
+  const Projection& w1 = experts->front().w1;
+  if (absl::Status s = SetLayerSizes(layer, w1, parallel, w); !s.ok()) return s;
+  absl::StatusOr<std::optional<Expert>> shared = FindSharedExpert(checkpoint, layer, w1, w);
+  if (!shared.ok()) return shared.status();
+  if (*shared) experts->push_back(**std::move(shared));
+  if (absl::Status s = AppendExperts(checkpoint, source, *experts, w); !s.ok()) return s;
   return w;
 }
 

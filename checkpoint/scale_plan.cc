@@ -407,7 +407,10 @@ bool NaturalLess(std::string_view a, std::string_view b) {
   return a.size() - i < b.size() - j;
 }
 
-absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const SelectionOptions& options) {
+namespace {
+
+// --pattern as a regular expression (none without it).
+absl::StatusOr<std::optional<std::regex>> CompilePattern(const SelectionOptions& options) {
   std::optional<std::regex> pattern;
   if (options.pattern) {
     try {
@@ -417,31 +420,40 @@ absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const Selectio
           fmt::format("--pattern {}: not a regular expression: {}", Quoted(*options.pattern), error.what()));
     }
   }
-  AuditPlan plan;
+  return pattern;
+}
+
+// Whether tensor t of file f is a scale tensor to audit: matched by the pattern, or else by the
+// default selection. A pattern's match that cannot be a scale (or a name too long to match) is
+// an error in the plan and not selected.
+bool SelectScale(const Checkpoint& checkpoint, const std::optional<std::regex>& pattern, const CheckpointFile& file,
+                 const TensorInfo& tensor, AuditPlan& plan) {
+  if (!pattern) return SelectedByDefault(checkpoint, tensor);
+  if (tensor.name.size() > kMaxPatternNameLength) {
+    plan.errors.push_back({file.path, tensor.name,
+                           fmt::format("{}: tensor {}: a {}-byte name is too long to match against --pattern",
+                                       file.path, Quoted(tensor.name), tensor.name.size())});
+    return false;
+  }
+  const bool selected = std::regex_match(tensor.name, *pattern);
+  if (selected && DtypeBits(tensor.dtype) != 8) {
+    plan.errors.push_back({file.path, tensor.name,
+                           fmt::format("{}: tensor {}: --pattern selects it, but its dtype {} is not one byte a "
+                                       "scale",
+                                       file.path, Quoted(tensor.name), DtypeName(tensor.dtype))});
+    return false;
+  }
+  return selected;
+}
+
+// The selected scale tensors of every file, each with its weight when the checkpoint has it;
+// copies of one name (in several files) one after the other, in the order of their files.
+void SelectScales(const Checkpoint& checkpoint, const std::optional<std::regex>& pattern, AuditPlan& plan) {
   for (size_t f = 0; f < checkpoint.files.size(); ++f) {
     const CheckpointFile& file = checkpoint.files[f];
     for (size_t t = 0; t < file.header.tensors.size(); ++t) {
       const TensorInfo& tensor = file.header.tensors[t];
-      bool selected = false;
-      if (pattern) {
-        if (tensor.name.size() > kMaxPatternNameLength) {
-          plan.errors.push_back({file.path, tensor.name,
-                                 fmt::format("{}: tensor {}: a {}-byte name is too long to match against --pattern",
-                                             file.path, Quoted(tensor.name), tensor.name.size())});
-          continue;
-        }
-        selected = std::regex_match(tensor.name, *pattern);
-        if (selected && DtypeBits(tensor.dtype) != 8) {
-          plan.errors.push_back({file.path, tensor.name,
-                                 fmt::format("{}: tensor {}: --pattern selects it, but its dtype {} is not one byte a "
-                                             "scale",
-                                             file.path, Quoted(tensor.name), DtypeName(tensor.dtype))});
-          continue;
-        }
-      } else {
-        selected = SelectedByDefault(checkpoint, tensor);
-      }
-      if (!selected) continue;
+      if (!SelectScale(checkpoint, pattern, file, tensor, plan)) continue;
       ScaleTensor scale;
       scale.name = tensor.name;
       scale.ref = TensorRef{f, t};
@@ -451,42 +463,46 @@ absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const Selectio
       plan.scales.push_back(std::move(scale));
     }
   }
-  // Copies of one name (in several files) one after the other, in the order of their files.
   std::sort(plan.scales.begin(), plan.scales.end(), [](const ScaleTensor& a, const ScaleTensor& b) {
     if (NaturalLess(a.name, b.name)) return true;
     if (NaturalLess(b.name, a.name)) return false;
     return a.ref.file < b.ref.file;
   });
-  // Kernel layers by name (a single tensor's layer may share a name with nothing else).
+}
+
+// A kernel layer's key: its name, but a lone tensor's layer is keyed by its own name so that no
+// two lone tensors merge.
+std::string LayerKey(const std::string& name, const Role& role) {
+  return role.kind == LayerKind::kSingle ? name + '\0' : role.layer;
+}
+
+// The members of each kernel layer, in natural order of the keys: the scales read, and the
+// tensors an index names that could not be read, by their names alone (their dtype is not
+// known), so that their layers are refused rather than left out. A copy read from a file the
+// index does not put it in does not stand in for it.
+std::vector<std::pair<std::string, LayerMembers>> GroupLayerMembers(const Checkpoint& checkpoint,
+                                                                    const std::optional<std::regex>& pattern,
+                                                                    const AuditPlan& plan) {
   std::map<std::string, LayerMembers> members;
-  // A lone tensor's layer is keyed by its own name so that no two lone tensors merge.
-  auto key_of = [](const std::string& name, const Role& role) {
-    return role.kind == LayerKind::kSingle ? name + '\0' : role.layer;
-  };
   for (size_t i = 0; i < plan.scales.size(); ++i) {
     Role role = RoleOf(plan.scales[i].name);
-    members[key_of(plan.scales[i].name, role)].read.push_back(Member{i, std::move(role)});
+    members[LayerKey(plan.scales[i].name, role)].read.push_back(Member{i, std::move(role)});
   }
-  // Tensors an index names that could not be read: scales by their names alone (their dtype is
-  // not known), so that their layers are refused rather than left out.
-  // A copy read from a file the index does not put it in does not stand in for it.
   for (const auto& [name, unread] : checkpoint.unread) {
     Role role = RoleOf(name);
     const bool selected = pattern ? name.size() <= kMaxPatternNameLength && std::regex_match(name, *pattern)
                                   : !role.weight.empty();
-    if (selected) members[key_of(name, role)].unread.push_back(UnreadMember{name, std::move(role)});
+    if (selected) members[LayerKey(name, role)].unread.push_back(UnreadMember{name, std::move(role)});
   }
   std::vector<std::pair<std::string, LayerMembers>> ordered(std::make_move_iterator(members.begin()),
                                                             std::make_move_iterator(members.end()));
   std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return NaturalLess(a.first, b.first); });
-  LayerBuilder builder(checkpoint, plan);
-  for (auto& [key, layer_members] : ordered) {
-    const std::string name =
-        layer_members.read.empty() ? layer_members.unread.front().role.layer : layer_members.read.front().role.layer;
-    builder.Build(name, std::move(layer_members.read), layer_members.unread);
-  }
-  // Layer names are how verdicts are looked up: a lone tensor whose layer name another layer
-  // has too is named by its scale tensor instead.
+  return ordered;
+}
+
+// Layer names are how verdicts are looked up: a lone tensor whose layer name another layer has
+// too is named by its scale tensor instead.
+void RenameSharedLoneLayers(AuditPlan& plan) {
   std::unordered_map<std::string, int> uses;
   for (const KernelLayer& layer : plan.layers) ++uses[layer.name];
   for (KernelLayer& layer : plan.layers) {
@@ -494,6 +510,23 @@ absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const Selectio
       layer.name = layer.members.empty() ? layer.unread.front() : plan.scales[layer.members[0]].name;
     }
   }
+}
+
+}  // namespace
+
+absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const SelectionOptions& options) {
+  absl::StatusOr<std::optional<std::regex>> pattern = CompilePattern(options);
+  if (!pattern.ok()) return pattern.status();
+  AuditPlan plan;
+  SelectScales(checkpoint, *pattern, plan);
+  std::vector<std::pair<std::string, LayerMembers>> ordered = GroupLayerMembers(checkpoint, *pattern, plan);
+  LayerBuilder builder(checkpoint, plan);
+  for (auto& [key, layer_members] : ordered) {
+    const std::string name =
+        layer_members.read.empty() ? layer_members.unread.front().role.layer : layer_members.read.front().role.layer;
+    builder.Build(name, std::move(layer_members.read), layer_members.unread);
+  }
+  RenameSharedLoneLayers(plan);
   return plan;
 }
 

@@ -64,116 +64,157 @@ int DefaultScanThreads(uint64_t scale_bytes) {
   return int(std::min<uint64_t>(uint64_t(usable), by_work));
 }
 
+namespace {
+
+// One ScanScales call: its chunks and the state its workers share.
+class ScaleScanner {
+ public:
+  ScaleScanner(const Checkpoint& checkpoint, const AuditPlan& plan, const ByteSource& source,
+               const ScanOptions& options)
+      : checkpoint_(checkpoint),
+        plan_(plan),
+        source_(source),
+        options_(options),
+        chunk_bytes_(std::max<uint64_t>(options.chunk_bytes, 4096)),
+        chunks_left_(plan.scales.size(), 0),
+        pending_(plan.scales.size()),
+        failed_(plan.scales.size(), false) {
+    result_.tensors.resize(plan.scales.size());
+    SplitIntoChunks();
+    threads_ = options.threads > 0 ? options.threads : DefaultScanThreads(total_);
+    buffers_.resize(size_t(std::max(threads_, 1)));
+  }
+
+  ScanResult Run() {
+    const std::function<void()> tick = [&] {
+      if (options_.progress) options_.progress(done_bytes_.load(), total_);
+    };
+    // Pass 1: histograms.
+    ParallelFor(
+        chunks_.size(), threads_, [&](size_t c, int worker) { CountChunk(chunks_[c], worker); }, tick);
+    if (options_.progress) options_.progress(done_bytes_.load(), total_);
+    // Pass 2: positions of the refused bytes, by the reference's AdmitLayer, whose count must
+    // equal the histogram's.
+    std::vector<size_t> refused_tensors;
+    for (size_t s = 0; s < plan_.scales.size(); ++s) {
+      if (result_.tensors[s].scanned && result_.tensors[s].refused > 0) refused_tensors.push_back(s);
+    }
+    ParallelFor(
+        refused_tensors.size(), threads_, [&](size_t i, int worker) { LocateRefused(refused_tensors[i], worker); },
+        tick);
+    return std::move(result_);
+  }
+
+ private:
+  // Every scale tensor as chunks of chunk_bytes_ (one, maybe empty, at least).
+  void SplitIntoChunks() {
+    for (size_t s = 0; s < plan_.scales.size(); ++s) {
+      const uint64_t size = checkpoint_.tensor(plan_.scales[s].ref).byte_size();
+      result_.tensors[s].bytes = size;
+      total_ += size;
+      uint64_t offset = 0;
+      do {
+        chunks_.push_back({s, offset, std::min(chunk_bytes_, size - offset)});
+        ++chunks_left_[s];
+        offset += chunk_bytes_;
+      } while (offset < size);
+    }
+  }
+
+  // Each worker reads into a buffer of its own (ByteSource::Read: pread, no mapping).
+  absl::StatusOr<std::span<const uint8_t>> Read(size_t s, uint64_t offset, uint64_t length, int worker) {
+    const ScaleTensor& scale = plan_.scales[s];
+    const CheckpointFile& file = checkpoint_.files[scale.ref.file];
+    const TensorInfo& tensor = checkpoint_.tensor(scale.ref);
+    return source_.Read(scale.ref.file, file.header.data_start + tensor.begin + offset, length,
+                        buffers_[size_t(worker)]);
+  }
+
+  // Records the first error of tensor s. The mutex is held.
+  void Fail(size_t s, const absl::Status& status) {
+    const ScaleTensor& scale = plan_.scales[s];
+    const std::string& path = checkpoint_.files[scale.ref.file].path;
+    if (!failed_[s]) {
+      result_.errors.push_back(
+          {path, scale.name,
+           fmt::format("{}: tensor {}: {}", path, Quoted(scale.name), std::string(status.message()))});
+    }
+    failed_[s] = true;
+  }
+
+  // Pass 1 for one chunk: its counts join the tensor's; the tensor's last chunk publishes them.
+  void CountChunk(const Chunk& chunk, int worker) {
+    ScaleHistogram counts{};
+    const absl::StatusOr<std::span<const uint8_t>> window = Read(chunk.scale, chunk.offset, chunk.length, worker);
+    if (window.ok()) CountBytes(*window, counts);
+    done_bytes_ += chunk.length;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!window.ok()) Fail(chunk.scale, window.status());
+    std::unique_ptr<ScaleHistogram>& sum = pending_[chunk.scale];
+    if (sum == nullptr) sum = std::make_unique<ScaleHistogram>();
+    for (int raw = 0; raw < 256; ++raw) (*sum)[raw] += counts[raw];
+    if (--chunks_left_[chunk.scale] > 0) return;
+    TensorScan& scan = result_.tensors[chunk.scale];
+    if (!failed_[chunk.scale]) {
+      scan.scanned = true;
+      for (int raw = 0; raw < 256; ++raw) {
+        if ((*sum)[raw] != 0) scan.histogram.emplace_back(uint8_t(raw), (*sum)[raw]);
+      }
+      scan.refused = RefusedCount(*sum);
+    }
+    sum.reset();
+  }
+
+  // Pass 2 for one tensor with refused bytes: the positions of the first options_.max_positions.
+  void LocateRefused(size_t s, int worker) {
+    TensorScan& scan = result_.tensors[s];
+    uint64_t refused = 0;
+    std::vector<RefusedScale> first;
+    for (uint64_t offset = 0; offset < scan.bytes; offset += chunk_bytes_) {
+      const absl::StatusOr<std::span<const uint8_t>> window =
+          Read(s, offset, std::min(chunk_bytes_, scan.bytes - offset), worker);
+      if (!window.ok()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        Fail(s, window.status());
+        scan.scanned = false;
+        return;
+      }
+      const LayerAdmission verdict = AdmitLayer(*window, options_.max_positions - first.size());
+      refused += verdict.refused_count;
+      for (const RefusedScale& r : verdict.refused) first.push_back({r.index + size_t(offset), r.raw});
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (refused != scan.refused) {
+      Fail(s, absl::InternalError(fmt::format("the histogram counts {} refused bytes, AdmitLayer {}: an audit bug",
+                                              scan.refused, refused)));
+      scan.scanned = false;
+      return;
+    }
+    scan.first_refused = std::move(first);
+  }
+
+  const Checkpoint& checkpoint_;
+  const AuditPlan& plan_;
+  const ByteSource& source_;
+  const ScanOptions& options_;
+  const uint64_t chunk_bytes_;
+  ScanResult result_;
+  std::vector<Chunk> chunks_;
+  uint64_t total_ = 0;
+  int threads_ = 1;
+  std::vector<std::vector<uint8_t>> buffers_;  // one per worker
+  std::mutex mutex_;                           // guards everything below but the atomic
+  std::vector<size_t> chunks_left_;
+  std::vector<std::unique_ptr<ScaleHistogram>> pending_;  // tensors in flight only
+  std::vector<bool> failed_;
+  std::atomic<uint64_t> done_bytes_{0};
+};
+
+}  // namespace
+
 ScanResult ScanScales(const Checkpoint& checkpoint, const AuditPlan& plan, const ByteSource& source,
                       const ScanOptions& options) {
-  ScanResult result;
-  result.tensors.resize(plan.scales.size());
-  const uint64_t chunk_bytes = std::max<uint64_t>(options.chunk_bytes, 4096);
-
-  std::vector<Chunk> chunks;
-  std::vector<size_t> chunks_left(plan.scales.size(), 0);
-  uint64_t total = 0;
-  for (size_t s = 0; s < plan.scales.size(); ++s) {
-    const uint64_t size = checkpoint.tensor(plan.scales[s].ref).byte_size();
-    result.tensors[s].bytes = size;
-    total += size;
-    uint64_t offset = 0;
-    do {
-      chunks.push_back({s, offset, std::min(chunk_bytes, size - offset)});
-      ++chunks_left[s];
-      offset += chunk_bytes;
-    } while (offset < size);
-  }
-
-  std::mutex mutex;  // guards everything below but the atomic
-  std::vector<std::unique_ptr<ScaleHistogram>> pending(plan.scales.size());  // tensors in flight only
-  std::vector<bool> failed(plan.scales.size(), false);
-  std::atomic<uint64_t> done_bytes{0};
-  auto fail = [&](size_t s, const absl::Status& status) {
-    const ScaleTensor& scale = plan.scales[s];
-    const std::string& path = checkpoint.files[scale.ref.file].path;
-    if (!failed[s]) result.errors.push_back({path, scale.name, fmt::format("{}: tensor {}: {}", path, Quoted(scale.name), std::string(status.message()))});
-    failed[s] = true;
-  };
-  const int threads = options.threads > 0 ? options.threads : DefaultScanThreads(total);
-  // Each worker reads into a buffer of its own (ByteSource::Read: pread, no mapping).
-  std::vector<std::vector<uint8_t>> buffers(size_t(std::max(threads, 1)));
-  auto read = [&](size_t s, uint64_t offset, uint64_t length, int worker) {
-    const ScaleTensor& scale = plan.scales[s];
-    const CheckpointFile& file = checkpoint.files[scale.ref.file];
-    const TensorInfo& tensor = checkpoint.tensor(scale.ref);
-    return source.Read(scale.ref.file, file.header.data_start + tensor.begin + offset, length,
-                       buffers[size_t(worker)]);
-  };
-  const std::function<void()> tick = [&] {
-    if (options.progress) options.progress(done_bytes.load(), total);
-  };
-
-  // Pass 1: histograms.
-  ParallelFor(
-      chunks.size(), threads,
-      [&](size_t c, int worker) {
-        const Chunk& chunk = chunks[c];
-        ScaleHistogram counts{};
-        const absl::StatusOr<std::span<const uint8_t>> window = read(chunk.scale, chunk.offset, chunk.length, worker);
-        if (window.ok()) CountBytes(*window, counts);
-        done_bytes += chunk.length;
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!window.ok()) fail(chunk.scale, window.status());
-        std::unique_ptr<ScaleHistogram>& sum = pending[chunk.scale];
-        if (sum == nullptr) sum = std::make_unique<ScaleHistogram>();
-        for (int raw = 0; raw < 256; ++raw) (*sum)[raw] += counts[raw];
-        if (--chunks_left[chunk.scale] > 0) return;
-        TensorScan& scan = result.tensors[chunk.scale];
-        if (!failed[chunk.scale]) {
-          scan.scanned = true;
-          for (int raw = 0; raw < 256; ++raw) {
-            if ((*sum)[raw] != 0) scan.histogram.emplace_back(uint8_t(raw), (*sum)[raw]);
-          }
-          scan.refused = RefusedCount(*sum);
-        }
-        sum.reset();
-      },
-      tick);
-  if (options.progress) options.progress(done_bytes.load(), total);
-
-  // Pass 2: positions of the refused bytes, by the reference's AdmitLayer, whose count must
-  // equal the histogram's.
-  std::vector<size_t> refused_tensors;
-  for (size_t s = 0; s < plan.scales.size(); ++s) {
-    if (result.tensors[s].scanned && result.tensors[s].refused > 0) refused_tensors.push_back(s);
-  }
-  ParallelFor(
-      refused_tensors.size(), threads,
-      [&](size_t i, int worker) {
-        const size_t s = refused_tensors[i];
-        TensorScan& scan = result.tensors[s];
-        uint64_t refused = 0;
-        std::vector<RefusedScale> first;
-        for (uint64_t offset = 0; offset < scan.bytes; offset += chunk_bytes) {
-          const absl::StatusOr<std::span<const uint8_t>> window =
-              read(s, offset, std::min(chunk_bytes, scan.bytes - offset), worker);
-          if (!window.ok()) {
-            std::lock_guard<std::mutex> lock(mutex);
-            fail(s, window.status());
-            scan.scanned = false;
-            return;
-          }
-          const LayerAdmission verdict = AdmitLayer(*window, options.max_positions - first.size());
-          refused += verdict.refused_count;
-          for (const RefusedScale& r : verdict.refused) first.push_back({r.index + size_t(offset), r.raw});
-        }
-        std::lock_guard<std::mutex> lock(mutex);
-        if (refused != scan.refused) {
-          fail(s, absl::InternalError(fmt::format("the histogram counts {} refused bytes, AdmitLayer {}: an audit bug",
-                                                  scan.refused, refused)));
-          scan.scanned = false;
-          return;
-        }
-        scan.first_refused = std::move(first);
-      },
-      tick);
-  return result;
+  return ScaleScanner(checkpoint, plan, source, options).Run();
 }
 
 }  // namespace mxdiff::audit

@@ -42,6 +42,130 @@ __device__ void ScanThree(int& a, int& b, int& c) {
   if (warp > 0) a += totals[0][warp - 1], b += totals[1][warp - 1], c += totals[2][warp - 1];
 }
 
+// The routing kernel's dynamic shared memory.
+struct RouteShared {
+  int32_t* ids;        // max_entries: every expert id slot
+  int32_t* rank;       // max_entries: an entry's rank among the entries of its expert
+  int32_t* ends;       // threads: rows, then inclusive prefix: end row of each group
+  int32_t* tiles13;    // threads: M tiles, then their inclusive prefix
+  int32_t* tiles2;     // threads
+  int32_t* row_token;  // the token of each row
+};
+__device__ __forceinline__ RouteShared CarveRouteShared(int32_t* smem, int max_entries, int threads) {
+  RouteShared s;
+  s.ids = smem;
+  s.rank = s.ids + max_entries;
+  s.ends = s.rank + max_entries;
+  s.tiles13 = s.ends + threads;
+  s.tiles2 = s.tiles13 + threads;
+  s.row_token = s.tiles2 + threads;
+  return s;
+}
+
+// A refused routing's verdict and its three details (MoeDeviceHeader).
+struct RouteVerdict {
+  int verdict = int(MoeRoutingVerdict::kOk);
+  int detail[3] = {0, 0, 0};
+};
+
+// Each valid entry's rank (the number of earlier entries naming its expert); the first entry
+// naming no expert lowers first_bad.
+__device__ __forceinline__ void RankEntries(const MoeRouteArgs& a, const RouteShared& s, int entries, int& first_bad) {
+  for (int i = int(threadIdx.x); i < entries; i += int(blockDim.x)) {
+    const int id = s.ids[i];
+    if (id < 0 || id >= a.experts) {
+      atomicMin(&first_bad, i);
+      continue;
+    }
+    int earlier = 0;
+    for (int j = 0; j < i; ++j) earlier += s.ids[j] == id ? 1 : 0;
+    s.rank[i] = earlier;
+  }
+}
+
+// Thread t's group (t < groups): its rows and M tiles of each GEMM, as inclusive prefixes over
+// the groups in ends, tiles13 and tiles2. Its barriers also order RankEntries' atomicMin before
+// any read of first_bad after it.
+__device__ __forceinline__ void PrefixGroupRows(const MoeRouteArgs& a, const RouteShared& s, int tokens, int entries,
+                                                bool valid) {
+  const int t = int(threadIdx.x);
+  int rows = 0;
+  if (t < a.groups) {
+    if (a.shared_expert && t == a.experts) {
+      rows = tokens > 0 && valid ? tokens : 0;
+    } else {
+      for (int j = 0; j < entries; ++j) rows += s.ids[j] == t ? 1 : 0;
+    }
+  }
+  int tile13 = GroupMTiles(rows, a.cta_m[0]);
+  int tile2 = GroupMTiles(rows, a.cta_m[1]);
+  ScanThree(rows, tile13, tile2);
+  s.ends[t] = rows;
+  s.tiles13[t] = tile13;
+  s.tiles2[t] = tile2;
+  __syncthreads();
+}
+
+// Refused: no rows, every tile empty, nothing gathered; CTA 0 writes the verdict.
+__device__ __forceinline__ void WriteRefusal(const MoeRouteArgs& a, const RouteVerdict& v) {
+  if (blockIdx.x != 0) return;
+  const int t = int(threadIdx.x), threads = int(blockDim.x);
+  for (int g = t; g <= a.groups; g += threads) a.row_offsets[g] = 0;
+  for (int m = 0; m < 2; ++m) {
+    for (int i = t; i < a.capacity[m]; i += threads) {
+      reinterpret_cast<int4*>(a.tile_map[m])[i] = make_int4(-1, 0, 0, 0);
+    }
+  }
+  if (t == 0) *a.header = MoeDeviceHeader{v.verdict, 0, 0, {v.detail[0], v.detail[1], v.detail[2], 0, 0}};
+}
+
+// Rows of the schedule: entry i goes to begin(group) + rank; the shared group's row t is token t.
+__device__ __forceinline__ void PlaceRows(const MoeRouteArgs& a, const RouteShared& s, int tokens, int entries) {
+  const int t = int(threadIdx.x), threads = int(blockDim.x);
+  for (int i = t; i < entries; i += threads) {
+    const int g = s.ids[i];
+    const int row = (g == 0 ? 0 : s.ends[g - 1]) + s.rank[i];
+    s.row_token[row] = i / a.top_k;
+    if (blockIdx.x == 0) a.entry_row[i] = row;
+  }
+  if (a.shared_expert) {
+    const int begin = a.experts == 0 ? 0 : s.ends[a.experts - 1];
+    for (int i = t; i < tokens; i += threads) s.row_token[begin + i] = i;
+  }
+  __syncthreads();
+}
+
+// CTA 0's output: the row offsets, each row's token, the tile maps in FindGroupTile's
+// enumeration (the rest of each grid's tiles empty) and the header.
+__device__ __forceinline__ void WriteSchedule(const MoeRouteArgs& a, const RouteShared& s, int tokens, int total_rows,
+                                              const int needed[2]) {
+  const int t = int(threadIdx.x), threads = int(blockDim.x);
+  if (t <= a.groups) a.row_offsets[t] = t == 0 ? 0 : s.ends[t - 1];
+  for (int r = t; r < total_rows; r += threads) a.row_token[r] = s.row_token[r];
+  for (int m = 0; m < 2; ++m) {
+    const int32_t* prefix = m == 0 ? s.tiles13 : s.tiles2;
+    int4* map = reinterpret_cast<int4*>(a.tile_map[m]);
+    if (t < a.groups) {
+      const int first_tile = t == 0 ? 0 : prefix[t - 1];
+      const int begin = t == 0 ? 0 : s.ends[t - 1];
+      for (int i = 0; first_tile + i < prefix[t]; ++i) {
+        map[first_tile + i] = make_int4(t, begin + i * a.cta_m[m], s.ends[t], 0);
+      }
+    }
+    for (int i = needed[m] + t; i < a.capacity[m]; i += threads) map[i] = make_int4(-1, 0, 0, 0);
+  }
+  if (t == 0) *a.header = MoeDeviceHeader{0, tokens, total_rows, {0, 0, 0, 0, 0}};
+}
+
+// Gather: this CTA's row, 16 bytes at a time (hidden is a multiple of 32).
+__device__ __forceinline__ void GatherRow(const MoeRouteArgs& a, const RouteShared& s, int total_rows) {
+  const int row = int(blockIdx.x);
+  if (a.gathered == nullptr || row >= total_rows) return;
+  const uint4* source = reinterpret_cast<const uint4*>(a.activations + size_t(s.row_token[row]) * a.hidden);
+  uint4* destination = reinterpret_cast<uint4*>(a.gathered + size_t(row) * a.hidden);
+  for (int i = int(threadIdx.x); i < a.hidden / 8; i += int(blockDim.x)) destination[i] = __ldg(source + i);
+}
+
 // The schedule of reference/moe_layer.cc's ScheduleMoeRouting, computed by one CTA in shared
 // memory: a routed group's rows follow its entries in ascending (token, slot) order (an entry's
 // rank among the entries of its expert is the number of earlier entries naming it), the shared
@@ -50,12 +174,7 @@ __global__ void MoeRouteKernel(MoeRouteArgs a) {
   extern __shared__ int32_t smem[];
   const int max_entries = a.max_tokens * a.top_k;
   const int threads = int(blockDim.x);
-  int32_t* ids = smem;
-  int32_t* rank = ids + max_entries;
-  int32_t* ends = rank + max_entries;  // rows, then inclusive prefix: end row of each group
-  int32_t* tiles13 = ends + threads;   // M tiles, then their inclusive prefix
-  int32_t* tiles2 = tiles13 + threads;
-  int32_t* row_token = tiles2 + threads;
+  const RouteShared s = CarveRouteShared(smem, max_entries, threads);
   __shared__ int first_bad;
 
   const int t = threadIdx.x;
@@ -64,108 +183,36 @@ __global__ void MoeRouteKernel(MoeRouteArgs a) {
   LetDependentsStart();  // the next kernel's CTAs may take their places; they wait for this kernel's end
   // Every expert id slot is read at once with the token count (they are all in bounds): one
   // global round trip instead of two.
-  for (int i = t; i < max_entries; i += threads) ids[i] = __ldg(a.expert_ids + i);
+  for (int i = t; i < max_entries; i += threads) s.ids[i] = __ldg(a.expert_ids + i);
   const int tokens = __ldg(a.tokens);
-  int verdict = int(MoeRoutingVerdict::kOk);
-  int detail[3] = {0, 0, 0};
+  RouteVerdict v;
   if (tokens < 0 || tokens > a.max_tokens) {
-    verdict = int(MoeRoutingVerdict::kTooManyTokens);
-    detail[0] = tokens;
+    v.verdict = int(MoeRoutingVerdict::kTooManyTokens);
+    v.detail[0] = tokens;
   }
-  const int entries = verdict == 0 ? tokens * a.top_k : 0;
+  const int entries = v.verdict == 0 ? tokens * a.top_k : 0;
   if (t == 0) first_bad = entries;
   __syncthreads();
-  for (int i = t; i < entries; i += threads) {
-    const int id = ids[i];
-    if (id < 0 || id >= a.experts) {
-      atomicMin(&first_bad, i);
-      continue;
-    }
-    int earlier = 0;
-    for (int j = 0; j < i; ++j) earlier += ids[j] == id ? 1 : 0;
-    rank[i] = earlier;
+  RankEntries(a, s, entries, first_bad);
+  PrefixGroupRows(a, s, tokens, entries, v.verdict == 0);
+  if (v.verdict == 0 && first_bad < entries) {
+    v.verdict = int(MoeRoutingVerdict::kInvalidExpert);
+    v.detail[0] = first_bad / a.top_k;
+    v.detail[1] = first_bad % a.top_k;
+    v.detail[2] = s.ids[first_bad];
   }
-  int rows = 0;
-  if (t < a.groups) {
-    if (a.shared_expert && t == a.experts) {
-      rows = tokens > 0 && verdict == 0 ? tokens : 0;
-    } else {
-      for (int j = 0; j < entries; ++j) rows += ids[j] == t ? 1 : 0;
-    }
+  const int total_rows = s.ends[a.groups - 1];
+  const int needed[2] = {s.tiles13[a.groups - 1], s.tiles2[a.groups - 1]};
+  if (v.verdict == 0 && (needed[0] > a.capacity[0] || needed[1] > a.capacity[1])) {
+    v.verdict = int(MoeRoutingVerdict::kOverCapacity);
+    v.detail[0] = needed[0];
+    v.detail[1] = needed[1];
+    v.detail[2] = total_rows;
   }
-  int tile13 = GroupMTiles(rows, a.cta_m[0]);
-  int tile2 = GroupMTiles(rows, a.cta_m[1]);
-  ScanThree(rows, tile13, tile2);  // its barriers also order the atomicMin above before the read below
-  ends[t] = rows;
-  tiles13[t] = tile13;
-  tiles2[t] = tile2;
-  __syncthreads();
-  if (verdict == 0 && first_bad < entries) {
-    verdict = int(MoeRoutingVerdict::kInvalidExpert);
-    detail[0] = first_bad / a.top_k;
-    detail[1] = first_bad % a.top_k;
-    detail[2] = ids[first_bad];
-  }
-  const int total_rows = ends[a.groups - 1];
-  const int needed13 = tiles13[a.groups - 1];
-  const int needed2 = tiles2[a.groups - 1];
-  if (verdict == 0 && (needed13 > a.capacity[0] || needed2 > a.capacity[1])) {
-    verdict = int(MoeRoutingVerdict::kOverCapacity);
-    detail[0] = needed13;
-    detail[1] = needed2;
-    detail[2] = total_rows;
-  }
-
-  if (verdict != 0) {  // refused: no rows, every tile empty, nothing gathered
-    if (blockIdx.x != 0) return;
-    for (int g = t; g <= a.groups; g += threads) a.row_offsets[g] = 0;
-    for (int m = 0; m < 2; ++m) {
-      for (int i = t; i < a.capacity[m]; i += threads) {
-        reinterpret_cast<int4*>(a.tile_map[m])[i] = make_int4(-1, 0, 0, 0);
-      }
-    }
-    if (t == 0) *a.header = MoeDeviceHeader{verdict, 0, 0, {detail[0], detail[1], detail[2], 0, 0}};
-    return;
-  }
-
-  // Rows of the schedule: entry i goes to begin(group) + rank; the shared group's row t is token t.
-  for (int i = t; i < entries; i += threads) {
-    const int g = ids[i];
-    const int row = (g == 0 ? 0 : ends[g - 1]) + rank[i];
-    row_token[row] = i / a.top_k;
-    if (blockIdx.x == 0) a.entry_row[i] = row;
-  }
-  if (a.shared_expert) {
-    const int begin = a.experts == 0 ? 0 : ends[a.experts - 1];
-    for (int i = t; i < tokens; i += threads) row_token[begin + i] = i;
-  }
-  __syncthreads();
-
-  if (blockIdx.x == 0) {
-    if (t <= a.groups) a.row_offsets[t] = t == 0 ? 0 : ends[t - 1];
-    for (int r = t; r < total_rows; r += threads) a.row_token[r] = row_token[r];
-    // Tile maps in FindGroupTile's enumeration; the rest of each grid's tiles are empty.
-    for (int m = 0; m < 2; ++m) {
-      const int32_t* prefix = m == 0 ? tiles13 : tiles2;
-      int4* map = reinterpret_cast<int4*>(a.tile_map[m]);
-      if (t < a.groups) {
-        const int first_tile = t == 0 ? 0 : prefix[t - 1];
-        const int begin = t == 0 ? 0 : ends[t - 1];
-        for (int i = 0; first_tile + i < prefix[t]; ++i) {
-          map[first_tile + i] = make_int4(t, begin + i * a.cta_m[m], ends[t], 0);
-        }
-      }
-      for (int i = (m == 0 ? needed13 : needed2) + t; i < a.capacity[m]; i += threads) map[i] = make_int4(-1, 0, 0, 0);
-    }
-    if (t == 0) *a.header = MoeDeviceHeader{0, tokens, total_rows, {0, 0, 0, 0, 0}};
-  }
-
-  // Gather: this CTA's row, 16 bytes at a time (hidden is a multiple of 32).
-  const int row = int(blockIdx.x);
-  if (a.gathered == nullptr || row >= total_rows) return;
-  const uint4* source = reinterpret_cast<const uint4*>(a.activations + size_t(row_token[row]) * a.hidden);
-  uint4* destination = reinterpret_cast<uint4*>(a.gathered + size_t(row) * a.hidden);
-  for (int i = t; i < a.hidden / 8; i += threads) destination[i] = __ldg(source + i);
+  if (v.verdict != 0) return WriteRefusal(a, v);
+  PlaceRows(a, s, tokens, entries);
+  if (blockIdx.x == 0) WriteSchedule(a, s, tokens, total_rows, needed);
+  GatherRow(a, s, total_rows);
 }
 
 // Two adjacent columns per thread: gate j, j + 1 and up I + j, I + j + 1 of one row. The row

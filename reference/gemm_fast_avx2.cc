@@ -169,90 +169,112 @@ __m256 StepsSm90Ftz(__m256 acc, const StepRun& run) {
   return acc;
 }
 
+// One V100 step's products of every lane, taken apart for the integer sum: each product's
+// significand (0 for a zero product), fp32 field and sign (all ones where negative), the largest
+// alignment exponent over c and the products (an fp32 field), and which lanes hold an Inf or NaN.
+struct V100Products {
+  __m256i significand[4], exponent[4], negative[4];
+  __m256i largest;
+  __m256i special;
+};
+
+// The helpers of StepsV100 are force-inlined: they are its loop body, cut into its stages.
+[[gnu::always_inline]] inline V100Products V100TakeApartProducts(__m256i acc, __m256i c_field, __m256i c_exponent,
+                                                                 const float* a, const int32_t* a_exponent,
+                                                                 const float* w) {
+  const __m256i field_mask = _mm256_set1_epi32(0xFF);
+  const __m256i fraction_mask = _mm256_set1_epi32(0x7FFFFF);
+  const __m256i implicit_bit = _mm256_set1_epi32(0x800000);
+  const __m256i magnitude_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i subnormal_fp16_exponent = _mm256_set1_epi32(113);  // 2^-14 as an fp32 field
+  V100Products p;
+  const __m256i c_zero = _mm256_cmpeq_epi32(_mm256_and_si256(acc, magnitude_mask), zero);
+  p.largest = _mm256_andnot_si256(c_zero, c_exponent);
+  p.special = _mm256_cmpeq_epi32(c_field, field_mask);
+  for (int i = 0; i < 4; ++i) {
+    const __m256 b = _mm256_loadu_ps(w + 8 * i);
+    const __m256i product = _mm256_castps_si256(_mm256_mul_ps(_mm256_set1_ps(a[i]), b));  // exact
+    const __m256i field = _mm256_and_si256(_mm256_srli_epi32(product, 23), field_mask);
+    p.special = _mm256_or_si256(p.special, _mm256_cmpeq_epi32(field, field_mask));
+    const __m256i product_zero = _mm256_cmpeq_epi32(field, zero);  // products are never subnormal
+    const __m256i b_exponent = _mm256_max_epi32(
+        _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(b), 23), field_mask), subnormal_fp16_exponent);
+    // (ea + 127) + (eb + 127) - 127: the product's alignment exponent as an fp32 field.
+    const __m256i alignment = _mm256_add_epi32(_mm256_set1_epi32(a_exponent[i] - 127), b_exponent);
+    p.largest = _mm256_max_epi32(p.largest, _mm256_andnot_si256(product_zero, alignment));
+    p.significand[i] =
+        _mm256_andnot_si256(product_zero, _mm256_or_si256(_mm256_and_si256(product, fraction_mask), implicit_bit));
+    p.exponent[i] = field;
+    p.negative[i] = _mm256_srai_epi32(product, 31);
+  }
+  return p;
+}
+
+// The terms (products and c) on the grid 2^(largest - 150), truncated toward zero, summed exactly.
+[[gnu::always_inline]] inline __m256i V100SumOnGrid(const V100Products& p, __m256i acc, __m256i c_field,
+                                                    __m256i c_exponent) {
+  const __m256i fraction_mask = _mm256_set1_epi32(0x7FFFFF);
+  const __m256i implicit_bit = _mm256_set1_epi32(0x800000);
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i sum = zero;
+  for (int i = 0; i < 4; ++i) {
+    const __m256i left = _mm256_max_epi32(_mm256_sub_epi32(p.exponent[i], p.largest), zero);
+    const __m256i right = _mm256_max_epi32(_mm256_sub_epi32(p.largest, p.exponent[i]), zero);
+    const __m256i aligned = _mm256_srlv_epi32(_mm256_sllv_epi32(p.significand[i], left), right);
+    sum = _mm256_add_epi32(sum, _mm256_sub_epi32(_mm256_xor_si256(aligned, p.negative[i]), p.negative[i]));
+  }
+  const __m256i c_significand = _mm256_or_si256(_mm256_and_si256(acc, fraction_mask),
+                                                _mm256_andnot_si256(_mm256_cmpeq_epi32(c_field, zero), implicit_bit));
+  // c's unit is 2^(c_exponent - 150); a zero c has no significand, whatever the shift.
+  const __m256i aligned = _mm256_srlv_epi32(c_significand, _mm256_sub_epi32(p.largest, c_exponent));
+  const __m256i c_negative = _mm256_srai_epi32(acc, 31);
+  return _mm256_add_epi32(sum, _mm256_sub_epi32(_mm256_xor_si256(aligned, c_negative), c_negative));
+}
+
+// |sum| x 2^(largest - 150) truncated toward zero to fp32 bits, with sum's sign (+0 for 0).
+[[gnu::always_inline]] inline __m256i V100TruncateToF32(__m256i sum, __m256i largest) {
+  const __m256i sign_bit = _mm256_set1_epi32(int(0x80000000u));
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i sum_negative = _mm256_srai_epi32(sum, 31);
+  const __m256i magnitude = _mm256_abs_epi32(sum);
+  // floor(log2 |sum|): the conversion may round up across a power of two; step back then.
+  __m256i top = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(magnitude)), 23),
+                                 _mm256_set1_epi32(127));
+  top = _mm256_add_epi32(top, _mm256_cmpgt_epi32(_mm256_sllv_epi32(one, top), magnitude));
+  // Shift so that 24 bits remain, but not below the subnormal unit 2^-149.
+  const __m256i shift = _mm256_max_epi32(_mm256_sub_epi32(top, _mm256_set1_epi32(23)), _mm256_sub_epi32(one, largest));
+  const __m256i kept =
+      _mm256_srlv_epi32(_mm256_sllv_epi32(magnitude, _mm256_max_epi32(_mm256_sub_epi32(zero, shift), zero)),
+                        _mm256_max_epi32(shift, zero));
+  const __m256i field = _mm256_add_epi32(largest, shift);
+  __m256i bits = _mm256_add_epi32(_mm256_slli_epi32(_mm256_sub_epi32(field, one), 23), kept);
+  bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(0x7F800000), _mm256_cmpgt_epi32(field, _mm256_set1_epi32(254)));
+  bits = _mm256_or_si256(bits, _mm256_and_si256(sum_negative, sign_bit));
+  return _mm256_andnot_si256(_mm256_cmpeq_epi32(sum, zero), bits);  // an exact zero sum is +0
+}
+
 // The V100 step on integers (the model of step_model_v100.cc, written for lanes): exponents
 // from the fp32 bit fields, terms truncated by variable shifts, summed as int32 (|sum| < 2^28),
 // the sum truncated to fp32 by normalizing shifts. Steps with Inf or NaN in any lane go lane by
 // lane through the scalar model.
 __m256 StepsV100(__m256 acc_f32, const StepRun& run) {
   const __m256i field_mask = _mm256_set1_epi32(0xFF);
-  const __m256i fraction_mask = _mm256_set1_epi32(0x7FFFFF);
-  const __m256i implicit_bit = _mm256_set1_epi32(0x800000);
-  const __m256i magnitude_mask = _mm256_set1_epi32(0x7FFFFFFF);
-  const __m256i sign_bit = _mm256_set1_epi32(int(0x80000000u));
-  const __m256i zero = _mm256_setzero_si256();
   const __m256i one = _mm256_set1_epi32(1);
-  const __m256i subnormal_fp16_exponent = _mm256_set1_epi32(113);  // 2^-14 as an fp32 field
   __m256i acc = _mm256_castps_si256(acc_f32);
   for (int s = 0; s < run.steps; ++s) {
-    const float* a = run.a + 4 * s;
-    const int32_t* a_exponent = run.a_exponent + 4 * s;
     const float* w = run.panel + 32 * s;
-
     const __m256i c_field = _mm256_and_si256(_mm256_srli_epi32(acc, 23), field_mask);
-    const __m256i c_zero = _mm256_cmpeq_epi32(_mm256_and_si256(acc, magnitude_mask), zero);
     const __m256i c_exponent = _mm256_max_epi32(c_field, one);
-    __m256i largest = _mm256_andnot_si256(c_zero, c_exponent);
-    __m256i special = _mm256_cmpeq_epi32(c_field, field_mask);
-    __m256i significand[4], exponent[4], negative[4];
-    for (int i = 0; i < 4; ++i) {
-      const __m256 b = _mm256_loadu_ps(w + 8 * i);
-      const __m256i product = _mm256_castps_si256(_mm256_mul_ps(_mm256_set1_ps(a[i]), b));  // exact
-      const __m256i field = _mm256_and_si256(_mm256_srli_epi32(product, 23), field_mask);
-      special = _mm256_or_si256(special, _mm256_cmpeq_epi32(field, field_mask));
-      const __m256i product_zero = _mm256_cmpeq_epi32(field, zero);  // products are never subnormal
-      const __m256i b_exponent =
-          _mm256_max_epi32(_mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(b), 23), field_mask),
-                           subnormal_fp16_exponent);
-      // (ea + 127) + (eb + 127) - 127: the product's alignment exponent as an fp32 field.
-      const __m256i alignment = _mm256_add_epi32(_mm256_set1_epi32(a_exponent[i] - 127), b_exponent);
-      largest = _mm256_max_epi32(largest, _mm256_andnot_si256(product_zero, alignment));
-      significand[i] = _mm256_andnot_si256(
-          product_zero, _mm256_or_si256(_mm256_and_si256(product, fraction_mask), implicit_bit));
-      exponent[i] = field;
-      negative[i] = _mm256_srai_epi32(product, 31);
-    }
-    if (_mm256_movemask_epi8(special) != 0) {
+    const V100Products products =
+        V100TakeApartProducts(acc, c_field, c_exponent, run.a + 4 * s, run.a_exponent + 4 * s, w);
+    if (_mm256_movemask_epi8(products.special) != 0) {
       acc = _mm256_castps_si256(StepPerLane(StepV100, _mm256_castsi256_ps(acc), run.a_bits + 4 * s, w));
       continue;
     }
-
-    // Terms on the grid 2^(largest - 150), truncated toward zero, summed exactly.
-    __m256i sum = zero;
-    for (int i = 0; i < 4; ++i) {
-      const __m256i left = _mm256_max_epi32(_mm256_sub_epi32(exponent[i], largest), zero);
-      const __m256i right = _mm256_max_epi32(_mm256_sub_epi32(largest, exponent[i]), zero);
-      const __m256i aligned = _mm256_srlv_epi32(_mm256_sllv_epi32(significand[i], left), right);
-      sum = _mm256_add_epi32(sum, _mm256_sub_epi32(_mm256_xor_si256(aligned, negative[i]), negative[i]));
-    }
-    {
-      const __m256i c_significand =
-          _mm256_or_si256(_mm256_and_si256(acc, fraction_mask),
-                          _mm256_andnot_si256(_mm256_cmpeq_epi32(c_field, zero), implicit_bit));
-      // c's unit is 2^(c_exponent - 150); a zero c has no significand, whatever the shift.
-      const __m256i aligned = _mm256_srlv_epi32(c_significand, _mm256_sub_epi32(largest, c_exponent));
-      const __m256i c_negative = _mm256_srai_epi32(acc, 31);
-      sum = _mm256_add_epi32(sum, _mm256_sub_epi32(_mm256_xor_si256(aligned, c_negative), c_negative));
-    }
-
-    // Truncate |sum| x 2^(largest - 150) toward zero to fp32.
-    const __m256i sum_negative = _mm256_srai_epi32(sum, 31);
-    const __m256i magnitude = _mm256_abs_epi32(sum);
-    // floor(log2 |sum|): the conversion may round up across a power of two; step back then.
-    __m256i top = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(magnitude)), 23),
-                                   _mm256_set1_epi32(127));
-    top = _mm256_add_epi32(top, _mm256_cmpgt_epi32(_mm256_sllv_epi32(one, top), magnitude));
-    // Shift so that 24 bits remain, but not below the subnormal unit 2^-149.
-    const __m256i shift =
-        _mm256_max_epi32(_mm256_sub_epi32(top, _mm256_set1_epi32(23)), _mm256_sub_epi32(one, largest));
-    const __m256i kept =
-        _mm256_srlv_epi32(_mm256_sllv_epi32(magnitude, _mm256_max_epi32(_mm256_sub_epi32(zero, shift), zero)),
-                          _mm256_max_epi32(shift, zero));
-    const __m256i field = _mm256_add_epi32(largest, shift);
-    __m256i bits = _mm256_add_epi32(_mm256_slli_epi32(_mm256_sub_epi32(field, one), 23), kept);
-    bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(0x7F800000),
-                              _mm256_cmpgt_epi32(field, _mm256_set1_epi32(254)));
-    bits = _mm256_or_si256(bits, _mm256_and_si256(sum_negative, sign_bit));
-    acc = _mm256_andnot_si256(_mm256_cmpeq_epi32(sum, zero), bits);  // an exact zero sum is +0
+    const __m256i sum = V100SumOnGrid(products, acc, c_field, c_exponent);
+    acc = V100TruncateToF32(sum, products.largest);
   }
   return _mm256_castsi256_ps(acc);
 }

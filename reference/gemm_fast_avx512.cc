@@ -386,130 +386,142 @@ __m512 ReduceLanes(__m512 sum, __m512 partial) {
   }
 }
 
-template <StepModel kModel>
-void RunBlock(const FastInputs& in, int group, int n0, const WideScratch& scratch, uint32_t* output) {
-  constexpr bool kFields = kModel == StepModel::kV100;
-  const int k = in.k;
-  const int blocks = k / kBlockK;
-  const int columns = in.n - n0 < kVectors * kLanes ? in.n - n0 : kVectors * kLanes;
-  const int row_begin = in.row_offsets[group];
-  const int rows = in.row_offsets[group + 1] - row_begin;
-  Panel& panel = *static_cast<Panel*>(scratch.panel);
-  const WideTables& tables = *in.wide;
+// The helpers of RunBlock below are force-inlined: they are its body, cut into its stages.
 
-  // Column rows of packed codes (a zero row for lanes past N) and the scale bytes k-major:
-  // scales[block * 32 + column]; lanes past N get a plain byte (their codes are zero).
-  alignas(16) static constexpr uint8_t kPlainBytes[16] = {127, 127, 127, 127, 127, 127, 127, 127,
-                                                          127, 127, 127, 127, 127, 127, 127, 127};
-  const uint8_t* code_rows[kVectors][kLanes];
+// Where each of the 32 columns of a work item reads its codes and scale bytes: a column past N
+// reads a zero code row that does not advance (stride 0) and no scale row (nullptr).
+struct ColumnRows {
+  const uint8_t* codes[kVectors][kLanes];
   int code_stride[kVectors][kLanes];
-  const uint8_t* scale_rows[kVectors * kLanes];
+  const uint8_t* scales[kVectors * kLanes];
+};
+[[gnu::always_inline]] inline ColumnRows LocateColumns(const FastInputs& in, int group, int n0, int columns) {
+  const int blocks = in.k / kBlockK;
+  ColumnRows rows;
   for (int c = 0; c < kVectors * kLanes; ++c) {
     const bool live = c < columns;
     const size_t column = size_t(group) * size_t(in.n) + size_t(n0 + c);
-    code_rows[c / kLanes][c % kLanes] = live ? in.packed_codes + column * size_t(k / 2) : kZeroCodes;
-    code_stride[c / kLanes][c % kLanes] = live ? 16 : 0;
-    scale_rows[c] = live ? in.scale_bytes + column * size_t(blocks) : nullptr;
+    rows.codes[c / kLanes][c % kLanes] = live ? in.packed_codes + column * size_t(in.k / 2) : kZeroCodes;
+    rows.code_stride[c / kLanes][c % kLanes] = live ? 16 : 0;
+    rows.scales[c] = live ? in.scale_bytes + column * size_t(blocks) : nullptr;
   }
+  return rows;
+}
+
+// The scale bytes k-major: scales[block * 32 + column]; columns past N get a plain byte (their
+// codes are zero). Sixteen blocks at a time by a byte transpose, the rest one by one.
+[[gnu::always_inline]] inline void GatherScalesKMajor(const ColumnRows& rows, int blocks, uint8_t* scales) {
+  alignas(16) static constexpr uint8_t kPlainBytes[16] = {127, 127, 127, 127, 127, 127, 127, 127,
+                                                          127, 127, 127, 127, 127, 127, 127, 127};
   int b0 = 0;
   for (; b0 + 16 <= blocks; b0 += 16) {
     for (int v = 0; v < kVectors; ++v) {
       __m128i r[16];
       for (int lane = 0; lane < kLanes; ++lane) {
-        const uint8_t* row = scale_rows[v * kLanes + lane];
+        const uint8_t* row = rows.scales[v * kLanes + lane];
         r[lane] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row != nullptr ? row + b0 : kPlainBytes));
       }
       TransposeBytes16(r);
       for (int j = 0; j < 16; ++j)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(scratch.scales + size_t(b0 + j) * 32 + v * kLanes), r[j]);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(scales + size_t(b0 + j) * 32 + v * kLanes), r[j]);
     }
   }
   for (int c = 0; c < kVectors * kLanes; ++c) {
-    for (int b = b0; b < blocks; ++b)
-      scratch.scales[size_t(b) * 32 + c] = scale_rows[c] != nullptr ? scale_rows[c][b] : 127;
+    for (int b = b0; b < blocks; ++b) scales[size_t(b) * 32 + c] = rows.scales[c] != nullptr ? rows.scales[c][b] : 127;
   }
-  for (int i = 0; i < rows * kVectors * 2 * kLanes; ++i) scratch.state[i] = 0.0f;
+}
 
-  CodeSource<kVectors> codes;
-  codes.values = _mm512_load_ps(kE2m1);
-  codes.fields = _mm512_load_si512(kE2m1Field);
-  const PanelSource from_panel{&panel.w[0][0][0], &panel.field[0][0][0], kBlockK * kLanes};
-  // Codes are read four blocks at a time, a 64-byte line per column: each line is used whole as
-  // soon as it arrives (16 rows K/2 bytes apart share few L1 sets, so lines do not stay there);
-  // lines further ahead are prefetched into L2.
-  alignas(64) __m512i words[kVectors][4][4];  // [v][block % 4][d]
-  int split = 0;
-  for (int b = 0; b < blocks; ++b) {
-    const int k0 = b * kBlockK;
-    if (b % 4 == 0) {
-      for (int v = 0; v < kVectors; ++v) {
-        const uint8_t* block_rows[kLanes];
-        for (int lane = 0; lane < kLanes; ++lane) {
-          block_rows[lane] = code_rows[v][lane] + size_t(code_stride[v][lane]) * size_t(b);
-          if (code_stride[v][lane] != 0 && b + 16 < blocks)
-            _mm_prefetch(reinterpret_cast<const char*>(block_rows[lane]) + 256, _MM_HINT_T1);
-        }
-        if (b + 4 <= blocks) {
-          TransposeCodes4(block_rows, 0, words[v]);
-        } else {
-          for (int bb = b; bb < blocks; ++bb) TransposeCodes(block_rows, 16 * (bb - b), words[v][bb - b]);
-        }
-      }
+// The transposed codes of blocks b .. b + 3 (fewer at the end) of every vector: words[v][block % 4].
+// Codes are read four blocks at a time, a 64-byte line per column: each line is used whole as
+// soon as it arrives (16 rows K/2 bytes apart share few L1 sets, so lines do not stay there);
+// lines further ahead are prefetched into L2.
+[[gnu::always_inline]] inline void LoadCodeWords(const ColumnRows& rows, int b, int blocks,
+                                                 __m512i words[kVectors][4][4]) {
+  for (int v = 0; v < kVectors; ++v) {
+    const uint8_t* block_rows[kLanes];
+    for (int lane = 0; lane < kLanes; ++lane) {
+      block_rows[lane] = rows.codes[v][lane] + size_t(rows.code_stride[v][lane]) * size_t(b);
+      if (rows.code_stride[v][lane] != 0 && b + 16 < blocks)
+        _mm_prefetch(reinterpret_cast<const char*>(block_rows[lane]) + 256, _MM_HINT_T1);
     }
-    for (int v = 0; v < kVectors; ++v) codes.words[v] = words[v][b % 4];
-    BlockScales block_scales[kVectors];
-    bool plain = true;
-    for (int v = 0; v < kVectors; ++v) {
-      block_scales[v] = ReadScales<kFields>(tables, scratch.scales + size_t(b) * 32 + v * kLanes);
-      plain &= block_scales[v].plain;
-    }
-    // One row with plain scales computes the weights where it uses them; otherwise the block is
-    // dequantized once into the panel for every row.
-    const bool in_registers = rows == 1 && plain;
-    for (int v = 0; v < kVectors; ++v) {
-      if (in_registers) {
-        codes.scale[v] = block_scales[v].scale;
-        codes.shift[v] = _mm512_sub_epi32(block_scales[v].shift, _mm512_set1_epi32(127));
-        codes.scale_exponent[v] = _mm512_slli_epi32(block_scales[v].shift, 23);
-      } else {
-        DequantizeBlock<kFields>(in, words[v][b % 4], block_scales[v], v, panel);
-      }
-    }
-    // Split boundaries are multiples of lcm(32, cta_k): a block never straddles one.
-    const bool new_split = split + 1 < in.split_count && in.splits[split + 1].begin == k0;
-    if (new_split) ++split;
-    for (int row = 0; row < rows; ++row) {
-      const size_t row_offset = size_t(row_begin + row) * size_t(k) + size_t(k0);
-      float* row_state = scratch.state + size_t(row) * kVectors * 2 * kLanes;
-      __m512 acc[kVectors];
-      for (int v = 0; v < kVectors; ++v) acc[v] = _mm512_loadu_ps(row_state + v * 2 * kLanes);
-      if (new_split) {  // split - 1 is complete: reduce it, start from +0
-        for (int v = 0; v < kVectors; ++v) {
-          float* reduced = row_state + v * 2 * kLanes + kLanes;
-          _mm512_storeu_ps(reduced, split == 1 ? acc[v] : ReduceLanes<kModel>(_mm512_loadu_ps(reduced), acc[v]));
-          acc[v] = _mm512_setzero_ps();
-        }
-      }
-      const float* a = in.activation_f32 + row_offset;
-      const int32_t* a_field = kFields ? in.activation_v100_field + row_offset : nullptr;
-      if (in_registers) {
-        // Plain blocks hold finite weights: only an Inf or NaN activation (field 255) is special.
-        bool special = false;
-        if constexpr (kFields) {
-          const __m512i inf_or_nan = _mm512_set1_epi32(255);
-          special = (_mm512_cmpeq_epi32_mask(_mm512_loadu_si512(a_field), inf_or_nan) |
-                     _mm512_cmpeq_epi32_mask(_mm512_loadu_si512(a_field + 16), inf_or_nan)) != 0;
-        }
-        RunSteps<kModel, kVectors, kBlockSteps>(acc, a, a_field, codes, special);
-      } else {
-        RunSteps<kModel, kVectors, kBlockSteps>(acc, a, a_field, from_panel, true);
-      }
-      for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(row_state + v * 2 * kLanes, acc[v]);
+    if (b + 4 <= blocks) {
+      TransposeCodes4(block_rows, 0, words[v]);
+    } else {
+      for (int bb = b; bb < blocks; ++bb) TransposeCodes(block_rows, 16 * (bb - b), words[v][bb - b]);
     }
   }
+}
+
+// Makes a block's weights (codes words[v][slot]) available and says where: one row with plain
+// scales computes the weights where it uses them (true: `codes` is set up); otherwise the block
+// is dequantized once into the panel for every row (false).
+template <StepModel kModel>
+[[gnu::always_inline]] inline bool PrepareBlockWeights(const FastInputs& in, int rows, const uint8_t* block_scale_bytes,
+                                                       const __m512i words[kVectors][4][4], int slot,
+                                                       CodeSource<kVectors>& codes, Panel& panel) {
+  constexpr bool kFields = kModel == StepModel::kV100;
+  BlockScales block_scales[kVectors];
+  bool plain = true;
+  for (int v = 0; v < kVectors; ++v) {
+    block_scales[v] = ReadScales<kFields>(*in.wide, block_scale_bytes + v * kLanes);
+    plain &= block_scales[v].plain;
+  }
+  const bool in_registers = rows == 1 && plain;
+  for (int v = 0; v < kVectors; ++v) {
+    if (in_registers) {
+      codes.scale[v] = block_scales[v].scale;
+      codes.shift[v] = _mm512_sub_epi32(block_scales[v].shift, _mm512_set1_epi32(127));
+      codes.scale_exponent[v] = _mm512_slli_epi32(block_scales[v].shift, 23);
+    } else {
+      DequantizeBlock<kFields>(in, words[v][slot], block_scales[v], v, panel);
+    }
+  }
+  return in_registers;
+}
+
+// Whether any of the 32 activation fields of a block is 255 (Inf or NaN).
+[[gnu::always_inline]] inline bool AnyInfOrNanField(const int32_t* a_field) {
+  const __m512i inf_or_nan = _mm512_set1_epi32(255);
+  return (_mm512_cmpeq_epi32_mask(_mm512_loadu_si512(a_field), inf_or_nan) |
+          _mm512_cmpeq_epi32_mask(_mm512_loadu_si512(a_field + 16), inf_or_nan)) != 0;
+}
+
+// One row's steps over block k0 .. k0 + 31. row_state holds per vector the running split's
+// accumulator then the reduction of the completed splits; new_split: split - 1 completed at k0.
+template <StepModel kModel>
+[[gnu::always_inline]] inline void RunRowBlock(const FastInputs& in, size_t row_offset, float* row_state,
+                                               bool new_split, int split, bool in_registers,
+                                               const CodeSource<kVectors>& codes, const PanelSource& from_panel) {
+  constexpr bool kFields = kModel == StepModel::kV100;
+  __m512 acc[kVectors];
+  for (int v = 0; v < kVectors; ++v) acc[v] = _mm512_loadu_ps(row_state + v * 2 * kLanes);
+  if (new_split) {  // split - 1 is complete: reduce it, start from +0
+    for (int v = 0; v < kVectors; ++v) {
+      float* reduced = row_state + v * 2 * kLanes + kLanes;
+      _mm512_storeu_ps(reduced, split == 1 ? acc[v] : ReduceLanes<kModel>(_mm512_loadu_ps(reduced), acc[v]));
+      acc[v] = _mm512_setzero_ps();
+    }
+  }
+  const float* a = in.activation_f32 + row_offset;
+  const int32_t* a_field = kFields ? in.activation_v100_field + row_offset : nullptr;
+  if (in_registers) {
+    // Plain blocks hold finite weights: only an Inf or NaN activation (field 255) is special.
+    bool special = false;
+    if constexpr (kFields) special = AnyInfOrNanField(a_field);
+    RunSteps<kModel, kVectors, kBlockSteps>(acc, a, a_field, codes, special);
+  } else {
+    RunSteps<kModel, kVectors, kBlockSteps>(acc, a, a_field, from_panel, true);
+  }
+  for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(row_state + v * 2 * kLanes, acc[v]);
+}
+
+// Reduces each row's last split into the others and stores the live columns, NaN canonical.
+template <StepModel kModel>
+[[gnu::always_inline]] inline void StoreRows(const FastInputs& in, int row_begin, int rows, int n0, int columns,
+                                             const float* state, uint32_t* output) {
   const __m512 canonical_nan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
   for (int row = 0; row < rows; ++row) {
-    const float* row_state = scratch.state + size_t(row) * kVectors * 2 * kLanes;
+    const float* row_state = state + size_t(row) * kVectors * 2 * kLanes;
     uint32_t* destination = output + size_t(row_begin + row) * size_t(in.n) + size_t(n0);
     for (int v = 0; v < kVectors && v * kLanes < columns; ++v) {
       const __m512 acc = _mm512_loadu_ps(row_state + v * 2 * kLanes);
@@ -520,6 +532,43 @@ void RunBlock(const FastInputs& in, int group, int n0, const WideScratch& scratc
       _mm512_mask_storeu_epi32(destination + v * kLanes, __mmask16((1u << live) - 1), _mm512_castps_si512(result));
     }
   }
+}
+
+template <StepModel kModel>
+void RunBlock(const FastInputs& in, int group, int n0, const WideScratch& scratch, uint32_t* output) {
+  const int k = in.k;
+  const int blocks = k / kBlockK;
+  const int columns = in.n - n0 < kVectors * kLanes ? in.n - n0 : kVectors * kLanes;
+  const int row_begin = in.row_offsets[group];
+  const int rows = in.row_offsets[group + 1] - row_begin;
+  Panel& panel = *static_cast<Panel*>(scratch.panel);
+
+  const ColumnRows column_rows = LocateColumns(in, group, n0, columns);
+  GatherScalesKMajor(column_rows, blocks, scratch.scales);
+  for (int i = 0; i < rows * kVectors * 2 * kLanes; ++i) scratch.state[i] = 0.0f;
+
+  CodeSource<kVectors> codes;
+  codes.values = _mm512_load_ps(kE2m1);
+  codes.fields = _mm512_load_si512(kE2m1Field);
+  const PanelSource from_panel{&panel.w[0][0][0], &panel.field[0][0][0], kBlockK * kLanes};
+  alignas(64) __m512i words[kVectors][4][4];  // [v][block % 4][d]
+  int split = 0;
+  for (int b = 0; b < blocks; ++b) {
+    const int k0 = b * kBlockK;
+    if (b % 4 == 0) LoadCodeWords(column_rows, b, blocks, words);
+    for (int v = 0; v < kVectors; ++v) codes.words[v] = words[v][b % 4];
+    const bool in_registers =
+        PrepareBlockWeights<kModel>(in, rows, scratch.scales + size_t(b) * 32, words, b % 4, codes, panel);
+    // Split boundaries are multiples of lcm(32, cta_k): a block never straddles one.
+    const bool new_split = split + 1 < in.split_count && in.splits[split + 1].begin == k0;
+    if (new_split) ++split;
+    for (int row = 0; row < rows; ++row) {
+      const size_t row_offset = size_t(row_begin + row) * size_t(k) + size_t(k0);
+      float* row_state = scratch.state + size_t(row) * kVectors * 2 * kLanes;
+      RunRowBlock<kModel>(in, row_offset, row_state, new_split, split, in_registers, codes, from_panel);
+    }
+  }
+  StoreRows<kModel>(in, row_begin, rows, n0, columns, scratch.state, output);
 }
 
 }  // namespace

@@ -217,77 +217,75 @@ absl::Status ValidateReferenceInputs(const GroupedProblem& problem, const Refere
 bool ReferenceFastPathAvailable() { return internal::FastPathSupportedByCpu(); }
 bool ReferenceAvx512PathAvailable() { return internal::Avx512PathSupportedByCpu(); }
 
-absl::Status ReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
-                              std::vector<uint32_t>& output) {
-  MXDIFF_RETURN_IF_ERROR(ValidateReferenceInputs(problem, options));
-  const bool fast_available = internal::FastPathSupportedByCpu();
-  if ((options.path == ReferencePath::kFast || options.path == ReferencePath::kFastAvx2) && !fast_available) {
-    return absl::UnimplementedError("the fast reference path needs a CPU with AVX2 and FMA");
-  }
-  const bool fast = options.path != ReferencePath::kScalar && fast_available;
-  // The AVX-512 path where the CPU has it, for every model but exact (whose steps are scalar
-  // per lane on either path); kFastAvx2 keeps the AVX2 path.
-  const bool wide = fast && options.path != ReferencePath::kFastAvx2 && options.model != StepModel::kExact &&
-                    internal::Avx512PathSupportedByCpu();
-  const GemmPlan plan = internal::BuildGemmPlan(problem, options.transform, options.model, options.tactic);
-  output.assign(size_t(problem.rows()) * size_t(problem.n), 0);
-  const double macs = double(problem.rows()) * problem.n * problem.k;
+namespace {
+
+// The largest group's row count: the per-thread accumulator state is sized by it.
+int MaxGroupRows(const GroupedProblem& problem) {
   int max_rows = 0;
   for (int g = 0; g < problem.groups; ++g)
     max_rows = std::max(max_rows, problem.row_offsets[g + 1] - problem.row_offsets[g]);
+  return max_rows;
+}
 
-  if (wide) {
-    constexpr int kColumns = internal::kWideColumns;
-    const int blocks_per_group = (problem.n + kColumns - 1) / kColumns;
-    const int items = problem.groups * blocks_per_group;
-    const int threads = ThreadCount(options.threads, items, macs);
-    struct Scratch {
-      std::vector<uint8_t> panel, scales;
-      std::vector<float> state;
-      internal::WideScratch View() {
-        void* aligned = panel.data() + (64 - reinterpret_cast<uintptr_t>(panel.data()) % 64) % 64;
-        return internal::WideScratch{aligned, scales.data(), state.data()};
-      }
-    };
-    std::vector<Scratch> scratch(threads);
-    for (Scratch& buffers : scratch) {
-      buffers.panel.resize(internal::kWidePanelBytes + 64);
-      buffers.scales.resize(size_t(problem.k / kBlockK) * kColumns);
-      buffers.state.resize(size_t(max_rows) * internal::kWideVectors * 2 * internal::kWideLanes);
+// The AVX-512 path: work items of kWideColumns columns of one group.
+void RunWidePath(const GemmPlan& plan, const ReferenceOptions& options, double macs, std::vector<uint32_t>& output) {
+  const GroupedProblem& problem = *plan.problem;
+  constexpr int kColumns = internal::kWideColumns;
+  const int blocks_per_group = (problem.n + kColumns - 1) / kColumns;
+  const int items = problem.groups * blocks_per_group;
+  const int threads = ThreadCount(options.threads, items, macs);
+  struct Scratch {
+    std::vector<uint8_t> panel, scales;
+    std::vector<float> state;
+    internal::WideScratch View() {
+      void* aligned = panel.data() + (64 - reinterpret_cast<uintptr_t>(panel.data()) % 64) % 64;
+      return internal::WideScratch{aligned, scales.data(), state.data()};
     }
-    const internal::FastInputs inputs = internal::MakeFastInputs(plan);
-    ParallelFor(items, threads, [&](int item, int worker) {
-      const int group = item / blocks_per_group;
-      if (problem.row_offsets[group + 1] == problem.row_offsets[group]) return;
-      internal::RunWideColumnBlock(inputs, group, (item % blocks_per_group) * kColumns, scratch[worker].View(),
-                                   output.data());
-    });
-    return absl::OkStatus();
+  };
+  const int max_rows = MaxGroupRows(problem);
+  std::vector<Scratch> scratch(threads);
+  for (Scratch& buffers : scratch) {
+    buffers.panel.resize(internal::kWidePanelBytes + 64);
+    buffers.scales.resize(size_t(problem.k / kBlockK) * kColumns);
+    buffers.state.resize(size_t(max_rows) * internal::kWideVectors * 2 * internal::kWideLanes);
   }
+  const internal::FastInputs inputs = internal::MakeFastInputs(plan);
+  ParallelFor(items, threads, [&](int item, int worker) {
+    const int group = item / blocks_per_group;
+    if (problem.row_offsets[group + 1] == problem.row_offsets[group]) return;
+    internal::RunWideColumnBlock(inputs, group, (item % blocks_per_group) * kColumns, scratch[worker].View(),
+                                 output.data());
+  });
+}
 
-  if (fast) {
-    constexpr int kLanes = internal::kFastLanes;
-    const int blocks_per_group = (problem.n + kLanes - 1) / kLanes;
-    const int items = problem.groups * blocks_per_group;
-    const int threads = ThreadCount(options.threads, items, macs);
-    struct Scratch {
-      std::vector<float> panel, state;
-    };
-    std::vector<Scratch> scratch(threads);
-    for (Scratch& buffers : scratch) {
-      buffers.panel.resize(internal::kFastPanelK * kLanes);
-      buffers.state.resize(size_t(max_rows) * 2 * kLanes);
-    }
-    const internal::FastInputs inputs = internal::MakeFastInputs(plan);
-    ParallelFor(items, threads, [&](int item, int worker) {
-      const int group = item / blocks_per_group;
-      if (problem.row_offsets[group + 1] == problem.row_offsets[group]) return;
-      internal::RunFastColumnBlock(inputs, group, (item % blocks_per_group) * kLanes,
-                                   scratch[worker].panel.data(), scratch[worker].state.data(), output.data());
-    });
-    return absl::OkStatus();
+// The AVX2 path: work items of kFastLanes columns of one group.
+void RunFastPath(const GemmPlan& plan, const ReferenceOptions& options, double macs, std::vector<uint32_t>& output) {
+  const GroupedProblem& problem = *plan.problem;
+  constexpr int kLanes = internal::kFastLanes;
+  const int blocks_per_group = (problem.n + kLanes - 1) / kLanes;
+  const int items = problem.groups * blocks_per_group;
+  const int threads = ThreadCount(options.threads, items, macs);
+  struct Scratch {
+    std::vector<float> panel, state;
+  };
+  const int max_rows = MaxGroupRows(problem);
+  std::vector<Scratch> scratch(threads);
+  for (Scratch& buffers : scratch) {
+    buffers.panel.resize(internal::kFastPanelK * kLanes);
+    buffers.state.resize(size_t(max_rows) * 2 * kLanes);
   }
+  const internal::FastInputs inputs = internal::MakeFastInputs(plan);
+  ParallelFor(items, threads, [&](int item, int worker) {
+    const int group = item / blocks_per_group;
+    if (problem.row_offsets[group + 1] == problem.row_offsets[group]) return;
+    internal::RunFastColumnBlock(inputs, group, (item % blocks_per_group) * kLanes, scratch[worker].panel.data(),
+                                 scratch[worker].state.data(), output.data());
+  });
+}
 
+// The definition: one work item per (group, column), every element by ScalarElement.
+void RunScalarPath(const GemmPlan& plan, const ReferenceOptions& options, double macs, std::vector<uint32_t>& output) {
+  const GroupedProblem& problem = *plan.problem;
   const int items = problem.groups * problem.n;
   const int threads = ThreadCount(options.threads, items, macs);
   std::vector<std::vector<uint16_t>> weights(threads);
@@ -304,6 +302,32 @@ absl::Status ReferenceGemmF32(const GroupedProblem& problem, const ReferenceOpti
                         weights[worker].data(), nullptr);
     }
   });
+}
+
+}  // namespace
+
+absl::Status ReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
+                              std::vector<uint32_t>& output) {
+  MXDIFF_RETURN_IF_ERROR(ValidateReferenceInputs(problem, options));
+  const bool fast_available = internal::FastPathSupportedByCpu();
+  if ((options.path == ReferencePath::kFast || options.path == ReferencePath::kFastAvx2) && !fast_available) {
+    return absl::UnimplementedError("the fast reference path needs a CPU with AVX2 and FMA");
+  }
+  const bool fast = options.path != ReferencePath::kScalar && fast_available;
+  // The AVX-512 path where the CPU has it, for every model but exact (whose steps are scalar
+  // per lane on either path); kFastAvx2 keeps the AVX2 path.
+  const bool wide = fast && options.path != ReferencePath::kFastAvx2 && options.model != StepModel::kExact &&
+                    internal::Avx512PathSupportedByCpu();
+  const GemmPlan plan = internal::BuildGemmPlan(problem, options.transform, options.model, options.tactic);
+  output.assign(size_t(problem.rows()) * size_t(problem.n), 0);
+  const double macs = double(problem.rows()) * problem.n * problem.k;
+  if (wide) {
+    RunWidePath(plan, options, macs, output);
+  } else if (fast) {
+    RunFastPath(plan, options, macs, output);
+  } else {
+    RunScalarPath(plan, options, macs, output);
+  }
   return absl::OkStatus();
 }
 

@@ -36,7 +36,8 @@ uint16_t Folded(uint8_t code, uint8_t raw) {
   return dequantize(Transform::kFolded, code, prepared_scale(Transform::kFolded, raw));
 }
 
-std::vector<SelfCheckResult> TransformChecks() {
+// place_e2m1 and the ordinary transform against the MX definition.
+std::vector<SelfCheckResult> OrdinaryTransformChecks() {
   std::vector<SelfCheckResult> results;
   results.push_back(CheckAll("transform/placement", "place_e2m1(code) is e2m1(code) x 2^-14 for all 16 codes",
                              [](uint8_t code, uint8_t) -> std::optional<std::string> {
@@ -67,6 +68,12 @@ std::vector<SelfCheckResult> TransformChecks() {
         if (raw < 142 || Ordinary(code, raw) == Ordinary(code, 142)) return std::nullopt;
         return fmt::format("got {:04x}, raw 142 gives {:04x}", Ordinary(code, raw), Ordinary(code, 142));
       }));
+  return results;
+}
+
+// The folded transform: where it equals the ordinary one and how it differs elsewhere.
+std::vector<SelfCheckResult> FoldedTransformChecks() {
+  std::vector<SelfCheckResult> results;
   results.push_back(CheckAll("transform/folded-equals-ordinary",
                              "folded and ordinary are bitwise equal for raw 113..128 (a = 1..16)",
                              [](uint8_t code, uint8_t raw) -> std::optional<std::string> {
@@ -106,44 +113,58 @@ std::vector<SelfCheckResult> TransformChecks() {
                                }
                                return fmt::format("got {:04x}", got);
                              }));
-  results.push_back(CheckAll("transform/canonical-nan", "every NaN either transform produces is 0x7FFF",
-                             [](uint8_t code, uint8_t raw) -> std::optional<std::string> {
-                               for (uint16_t bits : {Ordinary(code, raw), Folded(code, raw)}) {
-                                 if (f16_is_nan(bits) && bits != kF16CanonicalNaN) {
-                                   return fmt::format("NaN {:04x}", bits);
-                                 }
-                               }
-                               return std::nullopt;
-                             }));
-  {
-    int equal = 0;
-    for (int raw = 114; raw <= 126; ++raw) {
-      for (int code = 0; code < 16; ++code)
-        equal += Folded(uint8_t(code), uint8_t(raw)) == Ordinary(uint8_t(code), uint8_t(raw));
-    }
-    results.push_back({"transform/seed-208", equal == 208,
-                       fmt::format("the checkpoint's raw 114..126: {}/208 patterns equal", equal)});
+  return results;
+}
+
+SelfCheckResult CanonicalNanCheck() {
+  return CheckAll("transform/canonical-nan", "every NaN either transform produces is 0x7FFF",
+                  [](uint8_t code, uint8_t raw) -> std::optional<std::string> {
+                    for (uint16_t bits : {Ordinary(code, raw), Folded(code, raw)}) {
+                      if (f16_is_nan(bits) && bits != kF16CanonicalNaN) {
+                        return fmt::format("NaN {:04x}", bits);
+                      }
+                    }
+                    return std::nullopt;
+                  });
+}
+
+// The checkpoint's class 114..126: how many of its (byte, code) patterns the transforms agree on.
+SelfCheckResult Seed208Check() {
+  int equal = 0;
+  for (int raw = 114; raw <= 126; ++raw) {
+    for (int code = 0; code < 16; ++code)
+      equal += Folded(uint8_t(code), uint8_t(raw)) == Ordinary(uint8_t(code), uint8_t(raw));
   }
-  {
-    std::string mismatches;
-    for (int raw = 0; raw < 256; ++raw) {
-      if (FoldAdmitted(uint8_t(raw)) != (raw >= 113 && raw <= 128)) mismatches += fmt::format(" {}", raw);
-    }
-    results.push_back({"admission/derived-set", mismatches.empty(),
-                       mismatches.empty()
-                           ? "the bytes where folded == ordinary for all 16 codes are exactly 113..128"
-                           : "differs from 113..128 at" + mismatches});
+  return {"transform/seed-208", equal == 208,
+          fmt::format("the checkpoint's raw 114..126: {}/208 patterns equal", equal)};
+}
+
+SelfCheckResult DerivedAdmissionSetCheck() {
+  std::string mismatches;
+  for (int raw = 0; raw < 256; ++raw) {
+    if (FoldAdmitted(uint8_t(raw)) != (raw >= 113 && raw <= 128)) mismatches += fmt::format(" {}", raw);
   }
-  {
-    const uint8_t layer[] = {120, 113, 128, 112, 126, 129, 255, 114};
-    const LayerAdmission verdict = AdmitLayer(layer);
-    const bool ok = !verdict.admitted && verdict.refused_count == 3 && verdict.refused.size() == 3 &&
-                    verdict.refused[0].index == 3 && verdict.refused[0].raw == 112 &&
-                    verdict.refused[1].index == 5 && verdict.refused[2].index == 6 &&
-                    verdict.refused[2].raw == 255;
-    results.push_back({"admission/layer-verdict", ok,
-                       "a layer with raw 112, 129, 255 at 3, 5, 6 is refused: " + verdict.Describe()});
-  }
+  return {"admission/derived-set", mismatches.empty(),
+          mismatches.empty() ? "the bytes where folded == ordinary for all 16 codes are exactly 113..128"
+                             : "differs from 113..128 at" + mismatches};
+}
+
+SelfCheckResult LayerVerdictCheck() {
+  const uint8_t layer[] = {120, 113, 128, 112, 126, 129, 255, 114};
+  const LayerAdmission verdict = AdmitLayer(layer);
+  const bool ok = !verdict.admitted && verdict.refused_count == 3 && verdict.refused.size() == 3 &&
+                  verdict.refused[0].index == 3 && verdict.refused[0].raw == 112 && verdict.refused[1].index == 5 &&
+                  verdict.refused[2].index == 6 && verdict.refused[2].raw == 255;
+  return {"admission/layer-verdict", ok, "a layer with raw 112, 129, 255 at 3, 5, 6 is refused: " + verdict.Describe()};
+}
+
+std::vector<SelfCheckResult> TransformChecks() {
+  std::vector<SelfCheckResult> results = OrdinaryTransformChecks();
+  for (SelfCheckResult& result : FoldedTransformChecks()) results.push_back(std::move(result));
+  results.push_back(CanonicalNanCheck());
+  results.push_back(Seed208Check());
+  results.push_back(DerivedAdmissionSetCheck());
+  results.push_back(LayerVerdictCheck());
   return results;
 }
 

@@ -82,19 +82,97 @@ Measurement TimeCalls(GemmRunner& runner, const std::vector<std::unique_ptr<Prep
   return Measurement{Median(per_call), route};
 }
 
-int Main(int argc, char** argv) {
+struct BenchmarkOptions {
   size_t sets_bytes = size_t(256) << 20;  // > 4 x L2
   bool tune = false;
+};
+
+// The command line; false on anything else (after the usage line).
+bool ParseOptions(int argc, char** argv, BenchmarkOptions& options) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--sets-bytes=", 13) == 0) {
-      sets_bytes = std::strtoull(argv[i] + 13, nullptr, 10);
+      options.sets_bytes = std::strtoull(argv[i] + 13, nullptr, 10);
     } else if (std::strcmp(argv[i], "--tune") == 0) {
-      tune = true;
+      options.tune = true;
     } else {
       fmt::print(stderr, "usage: kernel_benchmark [--sets-bytes=BYTES] [--tune]\n");
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+// The device's measured rates: the floors of a run.
+struct DeviceRates {
+  double copy_bytes_per_second;
+  double ffma_per_second;
+};
+
+// The tactics to time for one shape: the table's, and the tuned one where --tune finds another.
+std::vector<Tactic> TacticsToTime(GemmRunner& runner, const Shape& shape, const PreparedLayer& set,
+                                  const std::vector<int32_t>& row_offsets, bool tune) {
+  const Tactic table_tactic = runner.DefaultTactic(shape.n, shape.k, row_offsets);
+  std::vector<Tactic> tactics = {table_tactic};
+  if (tune) {
+    const Tactic tuned = OrDie(runner.Tune(set, row_offsets), "Tune");
+    fmt::print("{}: table {}, tuned {}\n", shape.name, TacticName(table_tactic), TacticName(tuned));
+    if (!(tuned == table_tactic)) tactics.push_back(tuned);
+  }
+  return tactics;
+}
+
+// One shape's rows of the table: every tactic to time, both variants, over enough weight sets
+// (options.sets_bytes in all) that a call finds none of its weights in L2.
+std::string BenchmarkShape(GemmRunner& runner, const Shape& shape, std::mt19937_64& rng,
+                           const BenchmarkOptions& options, const DeviceRates& rates, cudaStream_t stream) {
+  const std::vector<int> rows(kGroups, 1);
+  const RandomLayer base = MakeRandomLayer(rng, shape.n, shape.k, rows, ScaleBytes::kAdmitted);
+  const size_t set_bytes = base.codes.size() + base.scales.size() * 2;
+  const size_t set_count = std::max<size_t>(4, (options.sets_bytes + set_bytes - 1) / set_bytes);
+  std::vector<std::unique_ptr<PreparedLayer>> sets;
+  for (size_t s = 0; s < set_count; ++s) {
+    const RandomLayer layer = MakeRandomLayer(rng, shape.n, shape.k, rows, ScaleBytes::kAdmitted);
+    sets.push_back(OrDie(runner.Prepare(kGroups, shape.n, shape.k, layer.codes, layer.scales), "Prepare"));
+  }
+  int32_t* device_offsets = nullptr;
+  uint16_t* device_activations = nullptr;
+  uint16_t* device_output = nullptr;
+  BENCH_CUDA(cudaMalloc(&device_offsets, base.row_offsets.size() * sizeof(int32_t)));
+  BENCH_CUDA(cudaMalloc(&device_activations, base.activations.size() * sizeof(uint16_t)));
+  BENCH_CUDA(cudaMalloc(&device_output, size_t(base.rows()) * shape.n * sizeof(uint16_t)));
+  BENCH_CUDA(cudaMemcpy(device_offsets, base.row_offsets.data(), base.row_offsets.size() * sizeof(int32_t),
+                        cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMemcpy(device_activations, base.activations.data(), base.activations.size() * sizeof(uint16_t),
+                        cudaMemcpyHostToDevice));
+  const DeviceBatch batch{.row_offsets = base.row_offsets,
+                          .device_row_offsets = device_offsets,
+                          .activations = device_activations,
+                          .output = device_output};
+  const std::vector<Tactic> tactics = TacticsToTime(runner, shape, *sets[0], base.row_offsets, options.tune);
+  const double bytes = double(set_bytes) + base.activations.size() * 2.0 + double(base.rows()) * shape.n * 2.0;
+  const double fmas = double(kGroups) * 8 * shape.n * double(shape.k);  // m8n8k4: 8 rows per group
+  const double bytes_floor = bytes / rates.copy_bytes_per_second * 1e6;
+  const double ffma_floor = fmas / rates.ffma_per_second * 1e6;
+  std::string table;
+  for (const Tactic& tactic : tactics) {
+    for (TransformRequest variant : {TransformRequest::kOrdinary, TransformRequest::kFolded}) {
+      const RunRequest request{.transform = variant, .policy = FallbackPolicy::kFailClosed, .tactic = tactic};
+      const Measurement m = TimeCalls(runner, sets, batch, request, stream);
+      table += fmt::format("| {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", shape.name,
+                           TransformName(m.route.variant), TacticName(tactic), RouteReasonName(m.route.reason),
+                           m.microseconds, bytes_floor, ffma_floor, m.microseconds / std::max(bytes_floor, ffma_floor));
+    }
+  }
+  fmt::print("{}: {} weight sets of {:.1f} MB\n", shape.name, set_count, set_bytes * 1e-6);
+  cudaFree(device_offsets);
+  cudaFree(device_activations);
+  cudaFree(device_output);
+  return table;
+}
+
+int Main(int argc, char** argv) {
+  BenchmarkOptions options;
+  if (!ParseOptions(argc, argv, options)) return 2;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a timeout
   absl::StatusOr<std::unique_ptr<GemmRunner>> created = GemmRunner::Create();
   if (!created.ok() && created.status().code() == absl::StatusCode::kUnavailable) {
@@ -102,10 +180,11 @@ int Main(int argc, char** argv) {
     return 0;
   }
   std::unique_ptr<GemmRunner> runner = OrDie(std::move(created), "GemmRunner::Create");
-  const double copy_rate = MeasureCopyBytesPerSecond();
-  const double ffma_rate = OrDie(MeasureFfmaPerSecond(), "FFMA rate");
+  DeviceRates rates;
+  rates.copy_bytes_per_second = MeasureCopyBytesPerSecond();
+  rates.ffma_per_second = OrDie(MeasureFfmaPerSecond(), "FFMA rate");
   fmt::print("device {}: copy {:.0f} GB/s (read + write), FFMA {:.1f} T/s\n", runner->DeviceName(),
-             copy_rate * 1e-9, ffma_rate * 1e-12);
+             rates.copy_bytes_per_second * 1e-9, rates.ffma_per_second * 1e-12);
 
   std::mt19937_64 rng(TestSeed("kernel_benchmark"));
   cudaStream_t stream;
@@ -113,56 +192,7 @@ int Main(int argc, char** argv) {
   std::string table =
       "| shape | variant | tactic | route | us/call | bytes floor us | FFMA floor us | us / max floor |\n"
       "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
-  for (const Shape& shape : kShapes) {
-    const std::vector<int> rows(kGroups, 1);
-    const RandomLayer base = MakeRandomLayer(rng, shape.n, shape.k, rows, ScaleBytes::kAdmitted);
-    const size_t set_bytes = base.codes.size() + base.scales.size() * 2;
-    const size_t set_count = std::max<size_t>(4, (sets_bytes + set_bytes - 1) / set_bytes);
-    std::vector<std::unique_ptr<PreparedLayer>> sets;
-    for (size_t s = 0; s < set_count; ++s) {
-      const RandomLayer layer = MakeRandomLayer(rng, shape.n, shape.k, rows, ScaleBytes::kAdmitted);
-      sets.push_back(OrDie(runner->Prepare(kGroups, shape.n, shape.k, layer.codes, layer.scales), "Prepare"));
-    }
-    int32_t* device_offsets = nullptr;
-    uint16_t* device_activations = nullptr;
-    uint16_t* device_output = nullptr;
-    BENCH_CUDA(cudaMalloc(&device_offsets, base.row_offsets.size() * sizeof(int32_t)));
-    BENCH_CUDA(cudaMalloc(&device_activations, base.activations.size() * sizeof(uint16_t)));
-    BENCH_CUDA(cudaMalloc(&device_output, size_t(base.rows()) * shape.n * sizeof(uint16_t)));
-    BENCH_CUDA(cudaMemcpy(device_offsets, base.row_offsets.data(), base.row_offsets.size() * sizeof(int32_t),
-                           cudaMemcpyHostToDevice));
-    BENCH_CUDA(cudaMemcpy(device_activations, base.activations.data(),
-                           base.activations.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
-    const DeviceBatch batch{.row_offsets = base.row_offsets,
-                            .device_row_offsets = device_offsets,
-                            .activations = device_activations,
-                            .output = device_output};
-    const Tactic table_tactic = runner->DefaultTactic(shape.n, shape.k, base.row_offsets);
-    std::vector<Tactic> tactics = {table_tactic};
-    if (tune) {
-      const Tactic tuned = OrDie(runner->Tune(*sets[0], base.row_offsets), "Tune");
-      fmt::print("{}: table {}, tuned {}\n", shape.name, TacticName(table_tactic), TacticName(tuned));
-      if (!(tuned == table_tactic)) tactics.push_back(tuned);
-    }
-    const double bytes = double(set_bytes) + base.activations.size() * 2.0 + double(base.rows()) * shape.n * 2.0;
-    const double fmas = double(kGroups) * 8 * shape.n * double(shape.k);  // m8n8k4: 8 rows per group
-    const double bytes_floor = bytes / copy_rate * 1e6;
-    const double ffma_floor = fmas / ffma_rate * 1e6;
-    for (const Tactic& tactic : tactics) {
-      for (TransformRequest variant : {TransformRequest::kOrdinary, TransformRequest::kFolded}) {
-        const RunRequest request{.transform = variant, .policy = FallbackPolicy::kFailClosed, .tactic = tactic};
-        const Measurement m = TimeCalls(*runner, sets, batch, request, stream);
-        table += fmt::format("| {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", shape.name,
-                             TransformName(m.route.variant), TacticName(tactic), RouteReasonName(m.route.reason),
-                             m.microseconds, bytes_floor, ffma_floor,
-                             m.microseconds / std::max(bytes_floor, ffma_floor));
-      }
-    }
-    fmt::print("{}: {} weight sets of {:.1f} MB\n", shape.name, set_count, set_bytes * 1e-6);
-    cudaFree(device_offsets);
-    cudaFree(device_activations);
-    cudaFree(device_output);
-  }
+  for (const Shape& shape : kShapes) table += BenchmarkShape(*runner, shape, rng, options, rates, stream);
   fmt::print("\n{}", table);
   return 0;
 }

@@ -141,74 +141,71 @@ double TimeGraph(cudaGraphExec_t exec, cudaEvent_t start, cudaEvent_t stop) {
   return milliseconds * 1e-3;
 }
 
-void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, int tokens, TransformRequest variant,
-                 bool dependent_launch, Gather gather) {
-  ShapeSetup& setup = Setup(name, intermediate, tokens, dependent_launch, gather);
-  MoeLayer& layer = *setup.layer;
-  const MoeLayerRequest request{.transform = variant, .policy = FallbackPolicy::kFailClosed};
-  const MoeLayerRoutes routes = OrDie(layer.Capture(request), "Capture");
-  const cudaGraphExec_t full = CaptureStages(layer, kMoeStageAll);
-  // The plain GEMMs come from a layer whose routing kernel gathers (a gathering W13 does more).
-  MoeLayer& plain =
-      gather != Gather::kRouteKernel ? *Setup(name, intermediate, tokens, dependent_launch, Gather::kRouteKernel).layer
-                                     : layer;
-  OrDie(plain.Capture(request), "Capture");
-  const cudaGraphExec_t gemms = CaptureStages(plain, kMoeStageW13 | kMoeStageW2);
-  // Where the non-GEMM time goes: each stage's cost in the chain, as the difference between
-  // graphs of the chain's prefixes (W13 alone, route + W13, + SwiGLU, + W2; then the full graph),
-  // each on its own routing of the rotation (as the GEMMs alone are, for the same reason).
-  const unsigned kPrefixes[] = {kMoeStageW13, kMoeStageRoute | kMoeStageW13,
-                                kMoeStageRoute | kMoeStageW13 | kMoeStageSwiglu,
-                                kMoeStageRoute | kMoeStageW13 | kMoeStageSwiglu | kMoeStageW2};
-  constexpr int kPrefixCount = 4;
-  cudaGraphExec_t prefix[kPrefixCount];
-  for (int p = 0; p < kPrefixCount; ++p) prefix[p] = CaptureStages(layer, kPrefixes[p]);
-  cudaEvent_t start, stop;
-  BENCH_CUDA(cudaEventCreate(&start));
-  BENCH_CUDA(cudaEventCreate(&stop));
-  const std::vector<MoeInputs>& routings = setup.routings;
+// Where the non-GEMM time goes: each stage's cost in the chain, as the difference between graphs
+// of the chain's prefixes (W13 alone, route + W13, + SwiGLU, + W2; then the full graph).
+constexpr int kPrefixCount = 4;
+constexpr unsigned kPrefixes[kPrefixCount] = {kMoeStageW13, kMoeStageRoute | kMoeStageW13,
+                                              kMoeStageRoute | kMoeStageW13 | kMoeStageSwiglu,
+                                              kMoeStageRoute | kMoeStageW13 | kMoeStageSwiglu | kMoeStageW2};
+
+// The two GEMMs' time floor, averaged over the setup's routings.
+double MeanGemmFloorSeconds(const ShapeSetup& setup) {
   double floor_seconds = 0;
-  for (const MoeInputs& inputs : routings) {
+  for (const MoeInputs& inputs : setup.routings) {
     const MoeSchedule schedule =
         OrDie(ScheduleMoeRouting(setup.shape, MoeRouting{inputs.tokens, inputs.expert_ids, inputs.weights}), "schedule");
     floor_seconds += GemmFloorSeconds(setup.shape, schedule, setup.shape.w13_n(), setup.shape.hidden) +
                      GemmFloorSeconds(setup.shape, schedule, setup.shape.hidden, setup.shape.intermediate);
   }
-  floor_seconds /= double(routings.size());
-  // Warm: every routing once through the full graph.
-  for (const MoeInputs& inputs : routings) {
-    OrDie(layer.SetInputs(inputs.tokens, inputs.activations, inputs.expert_ids, inputs.weights), "SetInputs");
-    TimeGraph(full, start, stop);
+  return floor_seconds / double(setup.routings.size());
+}
+
+// The graphs one benchmark times: the full layer, the GEMMs alone (of `plain`), each prefix.
+struct LayerGraphs {
+  cudaGraphExec_t full;
+  cudaGraphExec_t gemms;
+  cudaGraphExec_t prefix[kPrefixCount];
+  cudaEvent_t start, stop;
+};
+
+// Seconds per run of each graph, one entry per benchmark iteration.
+struct LayerTimes {
+  std::vector<double> layer, gemms, prefix[kPrefixCount];
+};
+
+// One iteration: the full graph on routing i (its time is the iteration's), each prefix on its
+// own routing of the rotation (as the GEMMs alone are, for the same reason), then the two GEMMs
+// alone (schedule and tile maps written by the routing stage first, untimed) on a routing half
+// the rotation away, so that neither graph finds the other's weights in L2.
+void TimeIteration(benchmark::State& state, MoeLayer& layer, MoeLayer& plain, const std::vector<MoeInputs>& routings,
+                   size_t i, const LayerGraphs& graphs, LayerTimes& times) {
+  const MoeInputs& inputs = routings[i % routings.size()];
+  OrDie(layer.SetInputs(inputs.tokens, inputs.activations, inputs.expert_ids, inputs.weights), "SetInputs");
+  const double layer_seconds = TimeGraph(graphs.full, graphs.start, graphs.stop);
+  state.SetIterationTime(layer_seconds);
+  times.layer.push_back(layer_seconds);
+  for (int p = 0; p < kPrefixCount; ++p) {
+    const MoeInputs& other = routings[(i + 2 + 8 * p) % routings.size()];
+    OrDie(layer.SetInputs(other.tokens, other.activations, other.expert_ids, other.weights), "SetInputs");
+    if ((kPrefixes[p] & kMoeStageRoute) == 0) OrDie(layer.EnqueueStages(device->stream, kMoeStageRoute), "route");
+    times.prefix[p].push_back(TimeGraph(graphs.prefix[p], graphs.start, graphs.stop));
   }
-  std::vector<double> layer_times, gemm_times, prefix_times[kPrefixCount];
-  size_t i = 0;
-  for (auto _ : state) {
-    const MoeInputs& inputs = routings[i++ % routings.size()];
-    OrDie(layer.SetInputs(inputs.tokens, inputs.activations, inputs.expert_ids, inputs.weights), "SetInputs");
-    const double layer_seconds = TimeGraph(full, start, stop);
-    state.SetIterationTime(layer_seconds);
-    layer_times.push_back(layer_seconds);
-    for (int p = 0; p < kPrefixCount; ++p) {
-      const MoeInputs& other = routings[(i + 1 + 8 * p) % routings.size()];
-      OrDie(layer.SetInputs(other.tokens, other.activations, other.expert_ids, other.weights), "SetInputs");
-      if ((kPrefixes[p] & kMoeStageRoute) == 0) OrDie(layer.EnqueueStages(device->stream, kMoeStageRoute), "route");
-      prefix_times[p].push_back(TimeGraph(prefix[p], start, stop));
-    }
-    // The two GEMMs alone (schedule and tile maps written by the routing stage first, untimed) on
-    // a routing half the rotation away, so that neither graph finds the other's weights in L2.
-    const MoeInputs& next = routings[(i + routings.size() / 2) % routings.size()];
-    OrDie(plain.SetInputs(next.tokens, next.activations, next.expert_ids, next.weights), "SetInputs");
-    OrDie(plain.EnqueueStages(device->stream, kMoeStageRoute), "route");
-    gemm_times.push_back(TimeGraph(gemms, start, stop));
-  }
-  OrDie(device->runner->CheckDevice(), "device");
-  const double layer_us = Median(layer_times) * 1e6, gemm_us = Median(gemm_times) * 1e6;
+  const MoeInputs& next = routings[(i + 1 + routings.size() / 2) % routings.size()];
+  OrDie(plain.SetInputs(next.tokens, next.activations, next.expert_ids, next.weights), "SetInputs");
+  OrDie(plain.EnqueueStages(device->stream, kMoeStageRoute), "route");
+  times.gemms.push_back(TimeGraph(graphs.gemms, graphs.start, graphs.stop));
+}
+
+// The medians as the benchmark's counters and label, and as a row of Results().
+void Report(benchmark::State& state, const char* name, int tokens, bool dependent_launch, Gather gather,
+            const MoeLayerRoutes& routes, double floor_seconds, const LayerTimes& times) {
+  const double layer_us = Median(times.layer) * 1e6, gemm_us = Median(times.gemms) * 1e6;
   state.counters["us_per_token"] = layer_us / tokens;
   state.counters["gemm_us"] = gemm_us;
   state.counters["floor_us"] = floor_seconds * 1e6;
   state.counters["non_gemm_share"] = (layer_us - gemm_us) / layer_us;
   double prefix_us[kPrefixCount];
-  for (int p = 0; p < kPrefixCount; ++p) prefix_us[p] = Median(prefix_times[p]) * 1e6;
+  for (int p = 0; p < kPrefixCount; ++p) prefix_us[p] = Median(times.prefix[p]) * 1e6;
   const double route_us = prefix_us[1] - prefix_us[0], swiglu_us = prefix_us[2] - prefix_us[1],
                combine_us = layer_us - prefix_us[3];
   state.counters["w13_alone_us"] = prefix_us[0];
@@ -220,11 +217,42 @@ void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, in
   Results().push_back(Result{fmt::format("{}", name), layer_us, gemm_us, floor_seconds * 1e6, tokens,
                              dependent_launch, gather, routes.w13, routes.w2, prefix_us[0], route_us, swiglu_us,
                              combine_us});
-  cudaGraphExecDestroy(full);
-  cudaGraphExecDestroy(gemms);
-  for (cudaGraphExec_t exec : prefix) cudaGraphExecDestroy(exec);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+}
+
+void BM_MoeLayer(benchmark::State& state, const char* name, int intermediate, int tokens, TransformRequest variant,
+                 bool dependent_launch, Gather gather) {
+  ShapeSetup& setup = Setup(name, intermediate, tokens, dependent_launch, gather);
+  MoeLayer& layer = *setup.layer;
+  const MoeLayerRequest request{.transform = variant, .policy = FallbackPolicy::kFailClosed};
+  const MoeLayerRoutes routes = OrDie(layer.Capture(request), "Capture");
+  LayerGraphs graphs;
+  graphs.full = CaptureStages(layer, kMoeStageAll);
+  // The plain GEMMs come from a layer whose routing kernel gathers (a gathering W13 does more).
+  MoeLayer& plain = gather != Gather::kRouteKernel
+                        ? *Setup(name, intermediate, tokens, dependent_launch, Gather::kRouteKernel).layer
+                        : layer;
+  OrDie(plain.Capture(request), "Capture");
+  graphs.gemms = CaptureStages(plain, kMoeStageW13 | kMoeStageW2);
+  for (int p = 0; p < kPrefixCount; ++p) graphs.prefix[p] = CaptureStages(layer, kPrefixes[p]);
+  BENCH_CUDA(cudaEventCreate(&graphs.start));
+  BENCH_CUDA(cudaEventCreate(&graphs.stop));
+  const std::vector<MoeInputs>& routings = setup.routings;
+  const double floor_seconds = MeanGemmFloorSeconds(setup);
+  // Warm: every routing once through the full graph.
+  for (const MoeInputs& inputs : routings) {
+    OrDie(layer.SetInputs(inputs.tokens, inputs.activations, inputs.expert_ids, inputs.weights), "SetInputs");
+    TimeGraph(graphs.full, graphs.start, graphs.stop);
+  }
+  LayerTimes times;
+  size_t i = 0;
+  for (auto _ : state) TimeIteration(state, layer, plain, routings, i++, graphs, times);
+  OrDie(device->runner->CheckDevice(), "device");
+  Report(state, name, tokens, dependent_launch, gather, routes, floor_seconds, times);
+  cudaGraphExecDestroy(graphs.full);
+  cudaGraphExecDestroy(graphs.gemms);
+  for (cudaGraphExec_t exec : graphs.prefix) cudaGraphExecDestroy(exec);
+  cudaEventDestroy(graphs.start);
+  cudaEventDestroy(graphs.stop);
 }
 
 int Main(int argc, char** argv) {

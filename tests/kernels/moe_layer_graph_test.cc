@@ -72,6 +72,60 @@ class MoeLayerGraphTest : public GpuTest {
     return difference;
   }
 
+  // Which scale byte of each GEMM (W13, W2) is held refused now, and the refused value.
+  struct Refusals {
+    bool refused[2] = {false, false};
+    size_t at[2] = {0, 0};
+    uint8_t value[2] = {0, 0};
+  };
+
+  // Replay i's new weights for the experts `inputs` routes to (scale bytes always, codes of
+  // one), uploaded: a refused layer is one scale byte of one expert (routed or not: the verdict
+  // is the whole kernel layer's) outside the admitted set for two replays, W13 and W2 in turn.
+  void UpdateWeights(FastRng& rng, const MoeShape& shape, const MoeInputs& inputs, int i, HostMoeWeights& weights,
+                     MoeLayer& layer, Refusals& refusals) {
+    const std::vector<int> routed = ExpertsOf(shape, inputs);
+    for (int m = 0; m < 2; ++m) {
+      const MoeGemm gemm = MoeGemm(m);
+      for (int e : routed) {
+        for (uint8_t& raw : weights.scales(gemm, e)) raw = CheckpointScale(rng);
+      }
+      rng.Fill(weights.codes(gemm, routed[rng() % routed.size()]));
+      std::set<int> upload(routed.begin(), routed.end());
+      std::vector<uint8_t>& all = gemm == MoeGemm::kW13 ? weights.w13_scales : weights.w2_scales;
+      const size_t per_expert = weights.scales_per_expert(gemm);
+      if (m == (i / 8) % 2 && i % 8 == 5) {
+        static constexpr uint8_t kRefused[] = {112, 129, 0, 255, 140};
+        const int expert = rng() % 2 == 0 ? routed[0] : int(rng() % shape.groups());
+        refusals.at[m] = size_t(expert) * per_expert + rng() % per_expert;
+        refusals.value[m] = kRefused[rng() % 5];
+        refusals.refused[m] = true;
+      } else if (m == (i / 8) % 2 && i % 8 == 7 && refusals.refused[m]) {
+        all[refusals.at[m]] = CheckpointScale(rng);
+        refusals.refused[m] = false;
+        upload.insert(int(refusals.at[m] / per_expert));
+      }
+      if (refusals.refused[m]) {
+        all[refusals.at[m]] = refusals.value[m];
+        upload.insert(int(refusals.at[m] / per_expert));
+      }
+      for (int e : upload) ASSERT_TRUE(weights.Upload(layer, gemm, e, 1).ok());
+      ASSERT_EQ(layer.admission(gemm).admitted, !refusals.refused[m]) << layer.admission(gemm).Describe();
+    }
+  }
+
+  // Each GEMM's route: folded where wanted and admitted, else ordinary, for the refused layer.
+  void ExpectRoutes(const MoeReplay& replay, bool folded_wanted, const Refusals& refusals, int i) {
+    for (int m = 0; m < 2; ++m) {
+      const Route& route = m == 0 ? replay.routes.w13 : replay.routes.w2;
+      const Transform want = folded_wanted && !refusals.refused[m] ? Transform::kFolded : Transform::kOrdinary;
+      EXPECT_EQ(route.variant, want) << "replay " << i << " " << MoeGemmName(MoeGemm(m));
+      if (folded_wanted && refusals.refused[m]) {
+        EXPECT_EQ(route.reason, RouteReason::kLayerRefused);
+      }
+    }
+  }
+
   // The seed project's gate, at a real per-rank shape: 256 routed experts + the shared one,
   // weights at the checkpoint's scale bytes, one graph per variant, `replays` dynamic replays.
   void DynamicReplays(const char* name, int intermediate) {
@@ -99,59 +153,20 @@ class MoeLayerGraphTest : public GpuTest {
       EXPECT_EQ(captured->w13.variant, folded_wanted ? Transform::kFolded : Transform::kOrdinary);
       EXPECT_EQ(captured->w2.variant, folded_wanted ? Transform::kFolded : Transform::kOrdinary);
       int equal = 0, recaptures = 0, on_refused = 0;
-      bool refused[2] = {false, false};
-      size_t refused_at[2] = {0, 0};
-      uint8_t refused_value[2] = {0, 0};
+      Refusals refusals;
       for (int i = 0; i < replays; ++i) {
         const int tokens = i % 8 == 0 ? 4 : (rng() % 3 == 0 ? 1 + int(rng() % 4) : 1);
         const RoutingKind kind = RoutingKind(i % 4);
         const MoeInputs inputs = MakeInputs(rng, shape, tokens, kind, i % 5 == 4 ? 2e-5 : 0.0);
-        // New weights for the experts this replay routes to: scale bytes always, codes of one.
-        const std::vector<int> routed = ExpertsOf(shape, inputs);
-        for (int m = 0; m < 2; ++m) {
-          const MoeGemm gemm = MoeGemm(m);
-          for (int e : routed) {
-            for (uint8_t& raw : weights.scales(gemm, e)) raw = CheckpointScale(rng);
-          }
-          rng.Fill(weights.codes(gemm, routed[rng() % routed.size()]));
-          std::set<int> upload(routed.begin(), routed.end());
-          // Refused layers: one scale byte of one expert (routed or not: the verdict is the
-          // whole kernel layer's) outside the admitted set for two replays, W13 and W2 in turn.
-          std::vector<uint8_t>& all = gemm == MoeGemm::kW13 ? weights.w13_scales : weights.w2_scales;
-          const size_t per_expert = weights.scales_per_expert(gemm);
-          if (m == (i / 8) % 2 && i % 8 == 5) {
-            static constexpr uint8_t kRefused[] = {112, 129, 0, 255, 140};
-            const int expert = rng() % 2 == 0 ? routed[0] : int(rng() % shape.groups());
-            refused_at[m] = size_t(expert) * per_expert + rng() % per_expert;
-            refused_value[m] = kRefused[rng() % 5];
-            refused[m] = true;
-          } else if (m == (i / 8) % 2 && i % 8 == 7 && refused[m]) {
-            all[refused_at[m]] = CheckpointScale(rng);
-            refused[m] = false;
-            upload.insert(int(refused_at[m] / per_expert));
-          }
-          if (refused[m]) {
-            all[refused_at[m]] = refused_value[m];
-            upload.insert(int(refused_at[m] / per_expert));
-          }
-          for (int e : upload) ASSERT_TRUE(weights.Upload(*layer, gemm, e, 1).ok());
-          ASSERT_EQ(layer->admission(gemm).admitted, !refused[m]) << layer->admission(gemm).Describe();
-        }
+        ASSERT_NO_FATAL_FAILURE(UpdateWeights(rng, shape, inputs, i, weights, *layer, refusals));
         MoeReplay replay;
         const std::string difference = ReplayAndCompare(*layer, weights, inputs, /*graph=*/true, &replay);
         EXPECT_EQ(difference, "") << name << " " << TransformRequestName(request.transform) << " replay " << i
                                   << " (" << tokens << " tokens, routing kind " << int(kind) << ")";
         equal += difference.empty() ? 1 : 0;
         recaptures += replay.recaptured ? 1 : 0;
-        on_refused += refused[0] || refused[1] ? 1 : 0;
-        for (int m = 0; m < 2; ++m) {
-          const Route& route = m == 0 ? replay.routes.w13 : replay.routes.w2;
-          const Transform want = folded_wanted && !refused[m] ? Transform::kFolded : Transform::kOrdinary;
-          EXPECT_EQ(route.variant, want) << "replay " << i << " " << MoeGemmName(MoeGemm(m));
-          if (folded_wanted && refused[m]) {
-            EXPECT_EQ(route.reason, RouteReason::kLayerRefused);
-          }
-        }
+        on_refused += refusals.refused[0] || refusals.refused[1] ? 1 : 0;
+        ExpectRoutes(replay, folded_wanted, refusals, i);
       }
       fmt::print("{} {}: {}/{} dynamic graph replays bitwise equal at W13, SwiGLU, W2 and output; {} on a refused "
                  "layer, {} recaptures\n",

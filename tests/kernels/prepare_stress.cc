@@ -92,6 +92,91 @@ RoundShape DrawShape(std::mt19937_64& rng) {
   return RoundShape{rows, 1 + int(rng() % 600), kBlockK * (1 + int(rng() % 64))};
 }
 
+Tactic DrawTactic(std::mt19937_64& rng) {
+  const CtaShape cta = kCtaShapes[rng() % kCtaShapeCount];
+  const int split_choices[] = {1, 2, 3, 7, 16};
+  return Tactic{.cta_m = cta.m,
+                .cta_n = cta.n,
+                .cta_k = cta.k,
+                .splits = split_choices[rng() % std::size(split_choices)],
+                .swizzle = int(rng() % 3)};
+}
+
+// A round's device buffers: per stream its row offsets and activations, and per launch
+// (stream s, launch l at s * launches + l) an output.
+struct RoundBuffers {
+  std::vector<DeviceBuffer> offsets, activations, results;
+};
+
+// Everything but the weights on the device and complete before Prepare: the inputs uploaded
+// and every output poisoned.
+absl::Status StageRoundInputs(const RandomLayer& layer, std::vector<Stream>& streams, int launches_per_stream,
+                              RoundBuffers& buffers) {
+  const size_t outputs = size_t(layer.rows()) * size_t(layer.n);
+  buffers.offsets.resize(streams.size());
+  buffers.activations.resize(streams.size());
+  absl::Status status = absl::OkStatus();
+  for (size_t s = 0; s < streams.size() && status.ok(); ++s) {
+    DeviceBuffer& offsets = buffers.offsets[s];
+    DeviceBuffer& activations = buffers.activations[s];
+    status = offsets.Allocate(layer.row_offsets.size() * sizeof(int32_t), "row offsets");
+    if (status.ok()) status = offsets.Upload(std::span<const int32_t>(layer.row_offsets), streams[s].get(), "offsets");
+    if (status.ok()) status = activations.Allocate(layer.activations.size() * 2, "activations");
+    if (status.ok()) {
+      status = activations.Upload(std::span<const uint16_t>(layer.activations), streams[s].get(), "activations");
+    }
+    for (int l = 0; l < launches_per_stream && status.ok(); ++l) {
+      DeviceBuffer& result = buffers.results.emplace_back();
+      status = result.Allocate(outputs * 2, "output");
+      if (status.ok()) status = result.Fill(0xFF, streams[s].get(), "poison");
+      if (status.ok()) status = CudaStatus(cudaStreamSynchronize(streams[s].get()), "poison");
+    }
+  }
+  return status;
+}
+
+// Every launch of the round, the streams taking turns.
+absl::Status LaunchRound(GemmRunner& runner, const PreparedLayer& prepared, const RandomLayer& layer,
+                         const RunRequest& request, std::vector<Stream>& streams, int launches_per_stream,
+                         RoundBuffers& buffers) {
+  absl::Status status = absl::OkStatus();
+  for (int l = 0; l < launches_per_stream && status.ok(); ++l) {
+    for (size_t s = 0; s < streams.size() && status.ok(); ++s) {
+      const DeviceBatch batch{.row_offsets = layer.row_offsets,
+                              .device_row_offsets = buffers.offsets[s].as<int32_t>(),
+                              .activations = buffers.activations[s].as<uint16_t>(),
+                              .output = buffers.results[s * launches_per_stream + l].as<uint16_t>(),
+                              .stream = streams[s].get()};
+      status = runner.RunOnDevice(prepared, batch, request).status();
+    }
+  }
+  return status;
+}
+
+// Every launch's output against the reference's; the first mismatch is described in the report.
+absl::Status CompareRound(const std::vector<uint16_t>& expected, const RandomLayer& layer, Transform transform,
+                          const Tactic& tactic, std::vector<Stream>& streams, int launches_per_stream,
+                          RoundBuffers& buffers, PrepareStressReport& report) {
+  const size_t outputs = size_t(layer.rows()) * size_t(layer.n);
+  absl::Status status = absl::OkStatus();
+  for (size_t s = 0; s < streams.size() && status.ok(); ++s) {
+    for (int l = 0; l < launches_per_stream && status.ok(); ++l) {
+      std::vector<uint16_t> got(outputs);
+      status = buffers.results[s * launches_per_stream + l].Download(got.data(), outputs * 2, 0, streams[s].get(),
+                                                                     "read the output");
+      ++report.launches;
+      const std::string mismatch = DescribeMismatch(expected, got, layer.n);
+      if (!status.ok() || mismatch.empty()) continue;
+      if (report.mismatched_launches++ == 0) {
+        report.first_mismatch = fmt::format("round {} ({} groups, M {}, N {}, K {}, {} {}), stream {} launch {}:{}",
+                                            report.rounds, layer.groups, layer.rows(), layer.n, layer.k,
+                                            TransformName(transform), TacticName(tactic), s, l, mismatch);
+      }
+    }
+  }
+  return status;
+}
+
 }  // namespace
 
 absl::StatusOr<PrepareStressReport> RunPrepareStress(GemmRunner& runner, const PrepareStressOptions& options) {
@@ -110,27 +195,9 @@ absl::StatusOr<PrepareStressReport> RunPrepareStress(GemmRunner& runner, const P
     const RandomLayer layer =
         MakeRandomLayer(rng, shape.n, shape.k, shape.rows,
                         transform == Transform::kOrdinary ? ScaleBytes::kWide : ScaleBytes::kAdmitted);
-    const CtaShape cta = kCtaShapes[rng() % kCtaShapeCount];
-    const int split_choices[] = {1, 2, 3, 7, 16};
-    const Tactic tactic{.cta_m = cta.m, .cta_n = cta.n, .cta_k = cta.k,
-                        .splits = split_choices[rng() % std::size(split_choices)], .swizzle = int(rng() % 3)};
-    const size_t outputs = size_t(layer.rows()) * size_t(layer.n);
-    // Everything but the weights is on the device and complete before Prepare.
-    std::vector<DeviceBuffer> offsets(streams.size()), activations(streams.size()), results;
-    for (size_t s = 0; s < streams.size() && status.ok(); ++s) {
-      status = offsets[s].Allocate(layer.row_offsets.size() * sizeof(int32_t), "row offsets");
-      if (status.ok()) status = offsets[s].Upload(std::span<const int32_t>(layer.row_offsets), streams[s].get(), "offsets");
-      if (status.ok()) status = activations[s].Allocate(layer.activations.size() * 2, "activations");
-      if (status.ok()) {
-        status = activations[s].Upload(std::span<const uint16_t>(layer.activations), streams[s].get(), "activations");
-      }
-      for (int l = 0; l < options.launches_per_stream && status.ok(); ++l) {
-        DeviceBuffer& result = results.emplace_back();
-        status = result.Allocate(outputs * 2, "output");
-        if (status.ok()) status = result.Fill(0xFF, streams[s].get(), "poison");
-        if (status.ok()) status = CudaStatus(cudaStreamSynchronize(streams[s].get()), "poison");
-      }
-    }
+    const Tactic tactic = DrawTactic(rng);
+    RoundBuffers buffers;
+    status = StageRoundInputs(layer, streams, options.launches_per_stream, buffers);
     if (!status.ok()) break;
     absl::StatusOr<std::unique_ptr<PreparedLayer>> prepared =
         runner.Prepare(layer.groups, layer.n, layer.k, layer.codes, layer.scales);
@@ -139,35 +206,14 @@ absl::StatusOr<PrepareStressReport> RunPrepareStress(GemmRunner& runner, const P
                                                                             : TransformRequest::kFolded,
                              .policy = FallbackPolicy::kFailClosed,
                              .tactic = tactic};
-    for (int l = 0; l < options.launches_per_stream && status.ok(); ++l) {
-      for (size_t s = 0; s < streams.size() && status.ok(); ++s) {
-        const DeviceBatch batch{.row_offsets = layer.row_offsets,
-                                .device_row_offsets = offsets[s].as<int32_t>(),
-                                .activations = activations[s].as<uint16_t>(),
-                                .output = results[s * options.launches_per_stream + l].as<uint16_t>(),
-                                .stream = streams[s].get()};
-        status = runner.RunOnDevice(**prepared, batch, request).status();
-      }
-    }
+    status = LaunchRound(runner, **prepared, layer, request, streams, options.launches_per_stream, buffers);
     if (!status.ok()) break;
     std::vector<uint16_t> expected;
     status = ReferenceGemm(layer.problem(),
                            ReferenceOptions{.transform = transform, .model = StepModel::kSm90Emulated, .tactic = tactic},
                            expected);
-    for (size_t s = 0; s < streams.size() && status.ok(); ++s) {
-      for (int l = 0; l < options.launches_per_stream && status.ok(); ++l) {
-        std::vector<uint16_t> got(outputs);
-        status = results[s * options.launches_per_stream + l].Download(got.data(), outputs * 2, 0, streams[s].get(),
-                                                                       "read the output");
-        ++report.launches;
-        const std::string mismatch = DescribeMismatch(expected, got, layer.n);
-        if (!status.ok() || mismatch.empty()) continue;
-        if (report.mismatched_launches++ == 0) {
-          report.first_mismatch = fmt::format("round {} ({} groups, M {}, N {}, K {}, {} {}), stream {} launch {}:{}",
-                                              report.rounds, layer.groups, layer.rows(), layer.n, layer.k,
-                                              TransformName(transform), TacticName(tactic), s, l, mismatch);
-        }
-      }
+    if (status.ok()) {
+      status = CompareRound(expected, layer, transform, tactic, streams, options.launches_per_stream, buffers, report);
     }
     ++report.rounds;
   }

@@ -213,28 +213,113 @@ std::string Hex(std::span<const uint16_t> values) {
   return text;
 }
 
+struct CalibrateFlags {
+  int warps = 0;
+  int steps = 0;
+  std::optional<StepModel> expected_model;
+};
+
+// The command's flags, checked; false (after its one-line message) on bad input.
+bool ReadCalibrateFlags(std::span<const std::string_view> args, CalibrateFlags& flags) {
+  if (!args.empty()) {
+    fmt::print(stderr, "mxdiff calibrate: unexpected argument '{}' (it takes flags only)\n", args[0]);
+    return false;
+  }
+  flags.warps = absl::GetFlag(FLAGS_warps);
+  flags.steps = absl::GetFlag(FLAGS_steps);
+  if (flags.warps < 1 || flags.warps > 65536 || flags.steps < 1 || flags.steps > 64) {
+    fmt::print(stderr, "mxdiff calibrate: --warps must be 1..65536 and --steps 1..64 (got {} and {})\n", flags.warps,
+               flags.steps);
+    return false;
+  }
+  if (const std::string name = absl::GetFlag(FLAGS_expect); !name.empty()) {
+    flags.expected_model = ParseStepModel(name);
+    if (!flags.expected_model) {
+      fmt::print(stderr, "mxdiff calibrate: unknown step model '{}' for --expect\n", name);
+      return false;
+    }
+  }
+  return true;
+}
+
+struct ModelMatches {
+  std::vector<StepModel> matching;  // the models that reproduce every vector
+  StepModel closest = StepModel::kSm90Emulated;
+};
+
+// Every step model against the device's vectors: a table of matched vectors per class.
+ModelMatches MatchModels(std::span<const VectorClass> classes, const std::vector<VectorRow>& rows) {
+  ModelMatches result;
+  fmt::print("{:<20}", "model");
+  for (const VectorClass& vector_class : classes) fmt::print(" {:>20}", vector_class.name);
+  fmt::print("\n");
+  size_t closest_failures = SIZE_MAX;
+  for (int m = 0; m < kStepModelCount; ++m) {
+    const StepModel model = StepModel(m);
+    size_t failures = 0;
+    fmt::print("{:<20}", StepModelName(model));
+    for (const VectorClass& vector_class : classes) {
+      int matched = 0;
+      for (int r = vector_class.first_row; r < vector_class.first_row + vector_class.rows; ++r) {
+        matched += VectorResultMatches(EvaluateVectorRow(model, rows[r]), rows[r].d) ? 1 : 0;
+      }
+      failures += size_t(vector_class.rows - matched);
+      fmt::print(" {:>20}", fmt::format("{}/{}", matched, vector_class.rows));
+    }
+    fmt::print("\n");
+    if (failures == 0) result.matching.push_back(model);
+    if (failures < closest_failures) {
+      closest_failures = failures;
+      result.closest = model;
+    }
+  }
+  return result;
+}
+
+// The matching models, or the first mismatches of the closest one.
+void PrintMatches(const ModelMatches& matches, const std::vector<VectorRow>& rows) {
+  if (!matches.matching.empty()) {
+    std::string names;
+    for (StepModel model : matches.matching) {
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", StepModelName(model));
+    }
+    fmt::print("matching model: {}\n", names);
+    return;
+  }
+  fmt::print("no model matches; first mismatches of the closest, {}:\n", StepModelName(matches.closest));
+  int shown = 0;
+  for (const VectorRow& row : rows) {
+    const uint32_t model_d = EvaluateVectorRow(matches.closest, row);
+    if (VectorResultMatches(model_d, row.d)) continue;
+    fmt::print("  a [{}] b [{}] c {:08x}: device {:08x}, model {:08x}\n", Hex(row.a), Hex(row.b), row.c, row.d,
+               model_d);
+    if (++shown == 8) break;
+  }
+}
+
+// --write=FILE: the vectors as a vector file; false (after its message) when it cannot be written.
+bool WriteVectors(const std::string& path, const std::vector<VectorRow>& rows, int device_arch, uint64_t seed,
+                  int steps) {
+  VectorFile file;
+  file.name = path;
+  file.k = 4 * steps;
+  file.comments.push_back(fmt::format("mxdiff calibrate: device code sm_{}, seed {}, {} m8n8k4 steps per row",
+                                      device_arch / 10, seed, steps));
+  file.comments.push_back("columns a0..a(K-1), b0..b(K-1) fp16 bits, c and d fp32 bits (d: what the device produced)");
+  file.rows = rows;
+  if (absl::Status status = WriteVectorFile(path, file); !status.ok()) {
+    fmt::print(stderr, "mxdiff calibrate: {}\n", status.ToString());
+    return false;
+  }
+  fmt::print("wrote {} vectors to {}\n", rows.size(), path);
+  return true;
+}
+
 }  // namespace
 
 int CalibrateCommand(std::span<const std::string_view> args) {
-  if (!args.empty()) {
-    fmt::print(stderr, "mxdiff calibrate: unexpected argument '{}' (it takes flags only)\n", args[0]);
-    return kExitBadInput;
-  }
-  const int warps = absl::GetFlag(FLAGS_warps);
-  const int steps = absl::GetFlag(FLAGS_steps);
-  if (warps < 1 || warps > 65536 || steps < 1 || steps > 64) {
-    fmt::print(stderr, "mxdiff calibrate: --warps must be 1..65536 and --steps 1..64 (got {} and {})\n", warps,
-               steps);
-    return kExitBadInput;
-  }
-  std::optional<StepModel> expected_model;
-  if (const std::string name = absl::GetFlag(FLAGS_expect); !name.empty()) {
-    expected_model = ParseStepModel(name);
-    if (!expected_model) {
-      fmt::print(stderr, "mxdiff calibrate: unknown step model '{}' for --expect\n", name);
-      return kExitBadInput;
-    }
-  }
+  CalibrateFlags flags;
+  if (!ReadCalibrateFlags(args, flags)) return kExitBadInput;
   constexpr int kDevice = 0;
   if (absl::Status gpu = RequireGpu(kDevice); !gpu.ok()) {  // before any output: no GPU is one line
     fmt::print(stderr, "mxdiff calibrate: {}\n", std::string(gpu.message()));
@@ -261,76 +346,27 @@ int CalibrateCommand(std::span<const std::string_view> args) {
   std::vector<VectorRow> rows;
   int device_arch = 0;
   for (VectorClass& vector_class : classes) {
-    if (absl::Status status = RunClass(rng, vector_class, warps, steps, kDevice, rows, &device_arch); !status.ok()) {
+    if (absl::Status status = RunClass(rng, vector_class, flags.warps, flags.steps, kDevice, rows, &device_arch);
+        !status.ok()) {
       fmt::print(stderr, "mxdiff calibrate: {}: {}\n", vector_class.name, status.ToString());
       return kExitCheckFailed;
     }
   }
-  fmt::print("device code sm_{}, {} steps per chain, {} vectors\n", device_arch / 10, steps, rows.size());
-
-  std::vector<StepModel> matching;
-  fmt::print("{:<20}", "model");
-  for (const VectorClass& vector_class : classes) fmt::print(" {:>20}", vector_class.name);
-  fmt::print("\n");
-  StepModel closest = StepModel::kSm90Emulated;
-  size_t closest_failures = SIZE_MAX;
-  for (int m = 0; m < kStepModelCount; ++m) {
-    const StepModel model = StepModel(m);
-    size_t failures = 0;
-    fmt::print("{:<20}", StepModelName(model));
-    for (const VectorClass& vector_class : classes) {
-      int matched = 0;
-      for (int r = vector_class.first_row; r < vector_class.first_row + vector_class.rows; ++r) {
-        matched += VectorResultMatches(EvaluateVectorRow(model, rows[r]), rows[r].d) ? 1 : 0;
-      }
-      failures += size_t(vector_class.rows - matched);
-      fmt::print(" {:>20}", fmt::format("{}/{}", matched, vector_class.rows));
-    }
-    fmt::print("\n");
-    if (failures == 0) matching.push_back(model);
-    if (failures < closest_failures) {
-      closest_failures = failures;
-      closest = model;
-    }
-  }
-  if (matching.empty()) {
-    fmt::print("no model matches; first mismatches of the closest, {}:\n", StepModelName(closest));
-    int shown = 0;
-    for (const VectorRow& row : rows) {
-      const uint32_t model_d = EvaluateVectorRow(closest, row);
-      if (VectorResultMatches(model_d, row.d)) continue;
-      fmt::print("  a [{}] b [{}] c {:08x}: device {:08x}, model {:08x}\n", Hex(row.a), Hex(row.b), row.c, row.d,
-                 model_d);
-      if (++shown == 8) break;
-    }
-  } else {
-    std::string names;
-    for (StepModel model : matching) names += fmt::format("{}{}", names.empty() ? "" : ", ", StepModelName(model));
-    fmt::print("matching model: {}\n", names);
-  }
-
+  fmt::print("device code sm_{}, {} steps per chain, {} vectors\n", device_arch / 10, flags.steps, rows.size());
+  const ModelMatches matches = MatchModels(classes, rows);
+  PrintMatches(matches, rows);
   if (const std::string path = absl::GetFlag(FLAGS_write); !path.empty()) {
-    VectorFile file;
-    file.name = path;
-    file.k = 4 * steps;
-    file.comments.push_back(fmt::format("mxdiff calibrate: device code sm_{}, seed {}, {} m8n8k4 steps per row",
-                                        device_arch / 10, seed, steps));
-    file.comments.push_back("columns a0..a(K-1), b0..b(K-1) fp16 bits, c and d fp32 bits (d: what the device produced)");
-    file.rows = rows;
-    if (absl::Status status = WriteVectorFile(path, file); !status.ok()) {
-      fmt::print(stderr, "mxdiff calibrate: {}\n", status.ToString());
-      return kExitBadInput;
-    }
-    fmt::print("wrote {} vectors to {}\n", rows.size(), path);
+    if (!WriteVectors(path, rows, device_arch, seed, flags.steps)) return kExitBadInput;
   }
 
   if (layout->mismatches > 0) return kExitCheckFailed;
-  if (expected_model) {
-    const bool found = std::find(matching.begin(), matching.end(), *expected_model) != matching.end();
-    fmt::print("expected {}: {}\n", StepModelName(*expected_model), found ? "matches" : "DOES NOT MATCH");
+  if (flags.expected_model) {
+    const bool found =
+        std::find(matches.matching.begin(), matches.matching.end(), *flags.expected_model) != matches.matching.end();
+    fmt::print("expected {}: {}\n", StepModelName(*flags.expected_model), found ? "matches" : "DOES NOT MATCH");
     return found ? kExitOk : kExitCheckFailed;
   }
-  return matching.empty() ? kExitCheckFailed : kExitOk;
+  return matches.matching.empty() ? kExitCheckFailed : kExitOk;
 }
 
 #endif  // MXDIFF_HAVE_CUDA
