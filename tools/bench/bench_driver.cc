@@ -9,16 +9,27 @@
 #include "fmt/format.h"
 #include "kernels/cuda_status.h"
 #include "kernels/gemm_runner.h"
+#include "kernels/tune_on_first_use.h"
 #include "reference/status_macros.h"
 #include "tools/bench/bit_compare.h"
 #include "tools/bench/device_arms.h"
+#include "tools/bench/naive_protocol.h"
 #include "tools/bench/nvml_monitor.h"
 
 namespace mxdiff::bench {
 namespace {
 
 constexpr int kCaptureThreadLocal = int(cudaStreamCaptureModeThreadLocal);
-constexpr int kCaptureRelaxed = int(cudaStreamCaptureModeRelaxed);
+static_assert(kCaptureModeRelaxed == int(cudaStreamCaptureModeRelaxed));
+
+// A plain runner, or a tune-on-first-use one (kernels/tune_on_first_use.h).
+absl::StatusOr<std::unique_ptr<GemmRunner>> CreateRunner(int device, FirstUse mode, std::optional<Tactic> fallback) {
+  if (mode == FirstUse::kTable) return GemmRunner::Create(device);
+  absl::StatusOr<std::unique_ptr<TuneOnFirstUseRunner>> runner =
+      CreateTuneOnFirstUseRunner(device, {.mode = mode, .fallback = fallback, .capturing = {}});
+  if (!runner.ok()) return runner.status();
+  return std::unique_ptr<GemmRunner>(*std::move(runner));
+}
 
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -267,14 +278,18 @@ class ShapeBench {
       e.error = "the naive protocol needs graph arms (not with an external kernel)";
       return e;
     }
-    Log(fmt::format("{}: naive ABBA: {} vs {}", name_, e.a.label, e.b.label));
-    // Fresh runners: nothing tuned, no workspace. A's runner is never touched after A's capture
-    // (its graph holds that runner's workspace), B's runner is the one that was tuned.
-    absl::StatusOr<std::unique_ptr<GemmRunner>> runner_a = GemmRunner::Create(config_.device);
+    Log(fmt::format("{}: naive ABBA ({} on first use): {} vs {}", name_, FirstUseName(config_.first_use), e.a.label,
+                    e.b.label));
+    // kTable: fresh runners, nothing tuned, no workspace; A's runner is never touched after A's
+    // capture (its graph holds that runner's workspace), B's runner is the one that is tuned.
+    // kTune: one fresh tune-on-first-use runner and one weight set for both arms (naive_protocol.h).
+    const bool shared = config_.first_use == FirstUse::kTune;
+    absl::StatusOr<std::unique_ptr<GemmRunner>> runner_a =
+        CreateRunner(config_.device, config_.first_use, config_.first_use_fallback);
     absl::StatusOr<std::unique_ptr<GemmRunner>> runner_b =
-        runner_a.ok() ? GemmRunner::Create(config_.device) : runner_a.status();
-    if (!runner_b.ok()) {
-      e.error = std::string(runner_b.status().message());
+        !runner_a.ok() || shared ? absl::StatusOr<std::unique_ptr<GemmRunner>>(nullptr) : GemmRunner::Create(config_.device);
+    if (!runner_a.ok() || !runner_b.ok()) {
+      e.error = std::string((!runner_a.ok() ? runner_a.status() : runner_b.status()).message());
       return e;
     }
     auto one_set = [&](GemmRunner& runner) {
@@ -282,11 +297,13 @@ class ShapeBench {
                                false);
     };
     absl::StatusOr<std::unique_ptr<LayerSets>> sets_a = one_set(**runner_a);
-    absl::StatusOr<std::unique_ptr<LayerSets>> sets_b = sets_a.ok() ? one_set(**runner_b) : sets_a.status();
-    if (!sets_b.ok()) {
-      e.error = std::string(sets_b.status().message());
+    absl::StatusOr<std::unique_ptr<LayerSets>> sets_b =
+        !sets_a.ok() || shared ? absl::StatusOr<std::unique_ptr<LayerSets>>(nullptr) : one_set(**runner_b);
+    if (!sets_a.ok() || !sets_b.ok()) {
+      e.error = std::string((!sets_a.ok() ? sets_a.status() : sets_b.status()).message());
       return e;
     }
+    const LayerSets& set_b = shared ? **sets_a : **sets_b;
     auto request = [](const ArmSpec& spec) {
       return RunRequest{
           .transform = spec.transform == Transform::kOrdinary ? TransformRequest::kOrdinary : TransformRequest::kFolded,
@@ -295,30 +312,26 @@ class ShapeBench {
     };
     absl::StatusOr<std::unique_ptr<BenchArm>> a =
         MakeGraphArm(e.a.label, **sets_a, request(config_.a), stream_, calls_, nullptr);
-    absl::Status status = a.ok() ? (*a)->PrepareTiming(kCaptureRelaxed, /*launch_once=*/false) : a.status();
-    if (!status.ok()) {
-      e.error = fmt::format("A captured cold: {}", std::string(status.message()));
-      return e;
-    }
-    e.a.route = (*a)->route();
-    absl::StatusOr<Tactic> tuned = (*runner_b)->Tune((*sets_b)->set(0), (*sets_b)->row_offsets());
-    if (!tuned.ok()) {
-      e.error = fmt::format("tuning: {}", std::string(tuned.status().message()));
-      return e;
-    }
     absl::StatusOr<std::unique_ptr<BenchArm>> b =
-        MakeGraphArm(e.b.label, **sets_b, request(config_.b), stream_, calls_, nullptr);
-    status = b.ok() ? (*b)->PrepareTiming(kCaptureRelaxed, /*launch_once=*/false) : b.status();
-    if (!status.ok()) {
-      e.error = fmt::format("B captured after tuning: {}", std::string(status.message()));
+        a.ok() ? MakeGraphArm(e.b.label, set_b, request(config_.b), stream_, calls_, nullptr) : a.status();
+    if (!b.ok()) {
+      e.error = std::string(b.status().message());
       return e;
     }
-    e.b.route = (*b)->route();
+    absl::StatusOr<NaivePreparation> prepared = PrepareNaiveArms(
+        config_.first_use, **a, **b, [&] { return (*runner_b)->Tune(set_b.set(0), set_b.row_offsets()); });
+    if (!prepared.ok()) {
+      e.error = std::string(prepared.status().message());
+      return e;
+    }
+    e.a.route = prepared->a_route;
+    e.b.route = prepared->b_route;
     e.method = fmt::format(
-        "the seed's protocol: A captured at its first use on a fresh runner (no warm-up, untuned: {}), then the "
-        "tactic tuned ({}), then B captured on the tuned runner (no warm-up of its own); no tactic pinned; one "
-        "weight set of {:.1f} MB shared (fits in L2), no flush; {} calls per replay",
-        e.a.route, TacticName(*tuned), sets_->set_bytes() * 1e-6, calls_);
+        "the seed's protocol, {} on first use: A captured at its first use on a fresh runner (no warm-up: {}), {}, "
+        "then B captured {} (no warm-up of its own); no tactic pinned; one weight set of {:.1f} MB (fits in L2), no "
+        "flush; {} calls per replay",
+        FirstUseName(config_.first_use), e.a.route, prepared->tuning, shared ? "on the same runner" : "on the tuned runner",
+        sets_->set_bytes() * 1e-6, calls_);
     Timed(e, **a, **b);
     e.bits_equal = true;  // until the comparison after timing says otherwise
     if (e.error.empty()) CheckLastOutputs(e, **a, **b, sets_->n(), /*is_error=*/false);
@@ -340,7 +353,10 @@ class ShapeBench {
 }  // namespace
 
 absl::StatusOr<BenchReport> RunBench(const BenchConfig& config) {
-  absl::StatusOr<std::unique_ptr<GemmRunner>> runner = GemmRunner::Create(config.device);
+  // --first_use=tune: the sound protocol runs on a tune-on-first-use runner too; it pins its
+  // tactic, so the mode cannot reach it.
+  absl::StatusOr<std::unique_ptr<GemmRunner>> runner =
+      CreateRunner(config.device, config.first_use, config.first_use_fallback);
   if (!runner.ok()) return runner.status();
   Stream stream;
   MXDIFF_RETURN_IF_ERROR(stream.Create());

@@ -25,6 +25,7 @@
 #include "tools/mxdiff/commands.h"
 
 #if MXDIFF_HAVE_CUDA
+#include "kernels/tune_on_first_use.h"
 #include "tools/bench/bench_driver.h"
 #include "tools/mxdiff/gpu_presence.h"
 #endif
@@ -38,6 +39,12 @@ ABSL_FLAG(int, rows, 1, "bench: rows (tokens) per expert");
 ABSL_FLAG(std::string, tactic, "", "bench: pin this tactic for both arms, e.g. 8x128x64/s16; empty: the dispatch table's");
 ABSL_FLAG(bool, tune, false, "bench: choose the pinned tactic once with GemmRunner::Tune instead of the table");
 ABSL_FLAG(bool, naive, false, "bench: also run the seed's flawed protocol, beside the sound one");
+ABSL_FLAG(std::string, first_use, "table",
+          "bench: runner mode: table (a call without a tactic gets the dispatch table's) or tune (its first call "
+          "outside a capture tunes the shape, as the seed's engine did; kernels/tune_on_first_use.h)");
+ABSL_FLAG(std::string, first_use_fallback, "generic",
+          "bench: with --first_use=tune, what a first use inside a capture runs: generic (8x128x64/s1), table, or a "
+          "TACTIC");
 ABSL_FLAG(double, target_pct, 0.2, "bench: stop when the 95% CI half-width is below this % of A's median");
 ABSL_FLAG(double, budget_s, 10, "bench: time budget per measurement (sound, swapped, A/A, naive), seconds");
 ABSL_FLAG(double, min_effect_us, 0, "bench: a verdict needs |B - A| beyond this many us as well as beyond the A/A interval");
@@ -119,6 +126,23 @@ int BenchCommand(std::span<const std::string_view> args) {
     return kExitBadInput;
   }
   config.ext_model = *model;
+  const std::optional<FirstUse> first_use = ParseFirstUse(absl::GetFlag(FLAGS_first_use));
+  if (!first_use) {
+    fmt::print(stderr, "mxdiff bench: unknown --first_use '{}' (table or tune)\n", absl::GetFlag(FLAGS_first_use));
+    return kExitBadInput;
+  }
+  config.first_use = *first_use;
+  if (const std::string fallback = absl::GetFlag(FLAGS_first_use_fallback); fallback == "table") {
+    config.first_use_fallback = std::nullopt;
+  } else if (fallback != "generic") {
+    absl::StatusOr<Tactic> parsed = bench::ParseTactic(fallback);
+    if (!parsed.ok()) {
+      fmt::print(stderr, "mxdiff bench: --first_use_fallback: {} (generic, table or a tactic)\n",
+                 std::string(parsed.status().message()));
+      return kExitBadInput;
+    }
+    config.first_use_fallback = *parsed;
+  }
   config.groups = absl::GetFlag(FLAGS_experts);
   config.rows_per_group = absl::GetFlag(FLAGS_rows);
   config.naive = absl::GetFlag(FLAGS_naive);
@@ -159,13 +183,14 @@ int BenchCommand(std::span<const std::string_view> args) {
   if (config.seed == 0) config.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   config.command = fmt::format("mxdiff bench --arms={} --shapes={} --experts={} --rows={}{}{}{} --target_pct={} "
                                "--budget_s={} --min_effect_us={} --min_rounds={} --max_rounds={} --bootstrap={} --sets_mb={} "
-                               "--calls={} --{}l2_flush --warmup={} --bench_seed={}",
+                               "--calls={} --{}l2_flush --warmup={} --first_use={} --first_use_fallback={} --bench_seed={}",
                                absl::GetFlag(FLAGS_arms), absl::GetFlag(FLAGS_shapes), config.groups,
                                config.rows_per_group, config.tactic ? " --tactic=" + TacticName(*config.tactic) : "",
                                config.tune ? " --tune" : "", config.naive ? " --naive" : "",
                                absl::GetFlag(FLAGS_target_pct), config.stopping.budget_seconds,
                                config.min_effect_us, config.stopping.min_rounds, config.stopping.max_rounds, config.resamples, sets_mb,
-                               config.calls, config.l2_flush ? "" : "no", config.warmup_passes, config.seed);
+                               config.calls, config.l2_flush ? "" : "no", config.warmup_passes,
+                               FirstUseName(config.first_use), absl::GetFlag(FLAGS_first_use_fallback), config.seed);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a timeout
   fmt::print("bench: seed {} (replay with --bench_seed={})\n", config.seed, config.seed);
   const auto start = std::chrono::steady_clock::now();

@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "kernels/gemm_runner.h"
+#include "kernels/tune_on_first_use.h"
 #include "tools/bench/bench_driver.h"
 
 namespace mxdiff::bench {
@@ -108,6 +109,40 @@ TEST_F(BenchGpuTest, ExternalKernelArmIsTimedThroughItsHostAbi) {
   EXPECT_TRUE(e.bits_equal) << e.bits_detail;  // the GPU kernel and the reference behind the ABI
   EXPECT_NE(report->timing.find("host calls"), std::string::npos);
   EXPECT_NE(e.b.route.find("ordinary"), std::string::npos);
+}
+
+// --first_use=tune: the naive protocol's A graph holds the generic fallback (captured before the
+// shape was tuned), its B graph the tuner's winner; the sound protocol pins the same tactic in
+// both modes.
+TEST_F(BenchGpuTest, TuneOnFirstUseChangesTheNaiveArmsButNotTheSoundOnes) {
+  const auto tactic_of = [](const std::string& route) {
+    const size_t space = route.find(' ');
+    return route.substr(space + 1, route.find(' ', space + 1) - space - 1);
+  };
+  std::string sound_tactic[2];
+  for (FirstUse mode : {FirstUse::kTable, FirstUse::kTune}) {
+    BenchConfig config = SmallConfig("ordinary,folded");
+    config.naive = true;
+    config.first_use = mode;
+    config.stopping.budget_seconds = 0.5;
+    absl::StatusOr<BenchReport> report = RunBench(config);
+    ASSERT_TRUE(report.ok()) << report.status();
+    const ShapeReport& shape = report->shapes[0];
+    ASSERT_EQ(shape.experiments.size(), 4u) << shape.error;
+    const ExperimentReport& sound = shape.experiments[0];
+    const ExperimentReport& naive = shape.experiments[3];
+    EXPECT_TRUE(naive.error.empty()) << naive.error;
+    EXPECT_TRUE(naive.has_analysis());
+    sound_tactic[int(mode)] = tactic_of(sound.a.route);
+    EXPECT_EQ(tactic_of(sound.b.route), sound_tactic[int(mode)]);
+    if (mode == FirstUse::kTune) {
+      EXPECT_EQ(tactic_of(naive.a.route), TacticName(kGenericTactic)) << naive.a.route;
+      EXPECT_NE(naive.method.find("tuned the shape at its first use"), std::string::npos) << naive.method;
+    } else {
+      EXPECT_EQ(tactic_of(naive.a.route), shape.tactic) << naive.a.route;  // the table's
+    }
+  }
+  EXPECT_EQ(sound_tactic[0], sound_tactic[1]);
 }
 
 }  // namespace
