@@ -87,49 +87,35 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return true;
 }
 
-}  // namespace
-
-int BenchCommand(std::span<const std::string_view> args) {
-  if (!args.empty()) {
-    fmt::print(stderr, "mxdiff bench: unexpected argument '{}' (it takes flags only)\n", args[0]);
-    return kExitBadInput;
-  }
-  bench::BenchConfig config;
+// The arms, shapes, pinned tactic, external model and runner mode: what the flags choose.
+absl::Status ParseChoices(bench::BenchConfig& config) {
   const absl::StatusOr<std::pair<bench::ArmSpec, bench::ArmSpec>> arms = bench::ParseArmPair(absl::GetFlag(FLAGS_arms));
   const absl::StatusOr<std::vector<bench::ShapeSpec>> shapes = bench::ParseShapes(absl::GetFlag(FLAGS_shapes));
   for (const absl::Status& status : {arms.status(), shapes.status()}) {
-    if (!status.ok()) {
-      fmt::print(stderr, "mxdiff bench: {}\n", std::string(status.message()));
-      return kExitBadInput;
-    }
+    if (!status.ok()) return status;
   }
   config.a = arms->first;
   config.b = arms->second;
   config.shapes = *shapes;
   if (const std::string tactic = absl::GetFlag(FLAGS_tactic); !tactic.empty()) {
     absl::StatusOr<Tactic> parsed = bench::ParseTactic(tactic);
-    if (!parsed.ok()) {
-      fmt::print(stderr, "mxdiff bench: --tactic: {}\n", std::string(parsed.status().message()));
-      return kExitBadInput;
-    }
+    if (!parsed.ok()) return absl::InvalidArgumentError(fmt::format("--tactic: {}", std::string(parsed.status().message())));
     config.tactic = *parsed;
   }
   config.tune = absl::GetFlag(FLAGS_tune);
   if (config.tactic && config.tune) {
-    fmt::print(stderr, "mxdiff bench: --tactic and --tune both choose the pinned tactic: give one\n");
-    return kExitBadInput;
+    return absl::InvalidArgumentError("--tactic and --tune both choose the pinned tactic: give one");
   }
   const std::optional<StepModel> model = ParseStepModel(absl::GetFlag(FLAGS_ext_model));
   if (!model) {
-    fmt::print(stderr, "mxdiff bench: unknown --ext_model '{}' (v100, sm90-emulated, sm90-emulated-ftz or exact)\n",
-               absl::GetFlag(FLAGS_ext_model));
-    return kExitBadInput;
+    return absl::InvalidArgumentError(fmt::format(
+        "unknown --ext_model '{}' (v100, sm90-emulated, sm90-emulated-ftz or exact)", absl::GetFlag(FLAGS_ext_model)));
   }
   config.ext_model = *model;
   const std::optional<FirstUse> first_use = ParseFirstUse(absl::GetFlag(FLAGS_first_use));
   if (!first_use) {
-    fmt::print(stderr, "mxdiff bench: unknown --first_use '{}' (table or tune)\n", absl::GetFlag(FLAGS_first_use));
-    return kExitBadInput;
+    return absl::InvalidArgumentError(
+        fmt::format("unknown --first_use '{}' (table or tune)", absl::GetFlag(FLAGS_first_use)));
   }
   config.first_use = *first_use;
   if (const std::string fallback = absl::GetFlag(FLAGS_first_use_fallback); fallback == "table") {
@@ -137,12 +123,16 @@ int BenchCommand(std::span<const std::string_view> args) {
   } else if (fallback != "generic") {
     absl::StatusOr<Tactic> parsed = bench::ParseTactic(fallback);
     if (!parsed.ok()) {
-      fmt::print(stderr, "mxdiff bench: --first_use_fallback: {} (generic, table or a tactic)\n",
-                 std::string(parsed.status().message()));
-      return kExitBadInput;
+      return absl::InvalidArgumentError(
+          fmt::format("--first_use_fallback: {} (generic, table or a tactic)", std::string(parsed.status().message())));
     }
     config.first_use_fallback = *parsed;
   }
+  return absl::OkStatus();
+}
+
+// The numeric flags into `config`; the first one out of range, or "".
+std::string ReadNumbers(bench::BenchConfig& config) {
   config.groups = absl::GetFlag(FLAGS_experts);
   config.rows_per_group = absl::GetFlag(FLAGS_rows);
   config.naive = absl::GetFlag(FLAGS_naive);
@@ -158,20 +148,68 @@ int BenchCommand(std::span<const std::string_view> args) {
   config.device = absl::GetFlag(FLAGS_device);
   const int sets_mb = absl::GetFlag(FLAGS_sets_mb);
   config.sets_bytes = size_t(std::max(sets_mb, 0)) << 20;
-  const std::string problem =
-      config.groups < 1 || config.groups > 256          ? "--experts must be 1..256"
-      : config.rows_per_group < 1 || config.rows_per_group > 4096 ? "--rows must be 1..4096"
-      : !(config.stopping.target_relative_half_width > 0) ? "--target_pct must be > 0"
-      : !(config.stopping.budget_seconds > 0)             ? "--budget_s must be > 0"
-      : !(config.min_effect_us >= 0 && config.min_effect_us < 1e6) ? "--min_effect_us must be 0..1e6"
-      : config.stopping.min_rounds < 2                    ? "--min_rounds must be >= 2"
-      : config.stopping.max_rounds < config.stopping.min_rounds ? "--max_rounds must be >= --min_rounds"
-      : config.resamples < 100                            ? "--bootstrap must be >= 100"
-      : sets_mb < 0 || sets_mb > 65536                    ? "--sets_mb must be 0..65536"
-      : config.calls < 0 || config.calls > 100000         ? "--calls must be 0..100000"
-      : config.warmup_passes < 0 || config.warmup_passes > 1000 ? "--warmup must be 0..1000"
-                                                          : "";
-  if (!problem.empty()) {
+  return config.groups < 1 || config.groups > 256                       ? "--experts must be 1..256"
+         : config.rows_per_group < 1 || config.rows_per_group > 4096    ? "--rows must be 1..4096"
+         : !(config.stopping.target_relative_half_width > 0)            ? "--target_pct must be > 0"
+         : !(config.stopping.budget_seconds > 0)                        ? "--budget_s must be > 0"
+         : !(config.min_effect_us >= 0 && config.min_effect_us < 1e6)   ? "--min_effect_us must be 0..1e6"
+         : config.stopping.min_rounds < 2                               ? "--min_rounds must be >= 2"
+         : config.stopping.max_rounds < config.stopping.min_rounds      ? "--max_rounds must be >= --min_rounds"
+         : config.resamples < 100                                       ? "--bootstrap must be >= 100"
+         : sets_mb < 0 || sets_mb > 65536                               ? "--sets_mb must be 0..65536"
+         : config.calls < 0 || config.calls > 100000                    ? "--calls must be 0..100000"
+         : config.warmup_passes < 0 || config.warmup_passes > 1000      ? "--warmup must be 0..1000"
+                                                                        : "";
+}
+
+// The command that replays this run (every flag that changes it, the seed included).
+std::string ReplayCommand(const bench::BenchConfig& config) {
+  return fmt::format("mxdiff bench --arms={} --shapes={} --experts={} --rows={}{}{}{} --target_pct={} "
+                     "--budget_s={} --min_effect_us={} --min_rounds={} --max_rounds={} --bootstrap={} --sets_mb={} "
+                     "--calls={} --{}l2_flush --warmup={} --first_use={} --first_use_fallback={} --bench_seed={}",
+                     absl::GetFlag(FLAGS_arms), absl::GetFlag(FLAGS_shapes), config.groups, config.rows_per_group,
+                     config.tactic ? " --tactic=" + TacticName(*config.tactic) : "", config.tune ? " --tune" : "",
+                     config.naive ? " --naive" : "", absl::GetFlag(FLAGS_target_pct), config.stopping.budget_seconds,
+                     config.min_effect_us, config.stopping.min_rounds, config.stopping.max_rounds, config.resamples,
+                     absl::GetFlag(FLAGS_sets_mb), config.calls, config.l2_flush ? "" : "no", config.warmup_passes,
+                     FirstUseName(config.first_use), absl::GetFlag(FLAGS_first_use_fallback), config.seed);
+}
+
+// The exit status the shapes' verdicts give (the header's contract).
+int ExitStatusOf(const bench::BenchReport& report) {
+  int status = kExitOk;
+  for (const bench::ShapeReport& shape : report.shapes) {
+    switch (shape.verdict.verdict) {
+      case bench::Verdict::kFaster:
+      case bench::Verdict::kSlower:
+      case bench::Verdict::kUnresolved:
+        break;
+      case bench::Verdict::kBitMismatch:
+      case bench::Verdict::kTooNoisy:
+      case bench::Verdict::kPositionEffect:
+        status = std::max(status, kExitCheckFailed);
+        break;
+      case bench::Verdict::kIncomplete:
+        status = kExitBadInput;
+        break;
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
+int BenchCommand(std::span<const std::string_view> args) {
+  if (!args.empty()) {
+    fmt::print(stderr, "mxdiff bench: unexpected argument '{}' (it takes flags only)\n", args[0]);
+    return kExitBadInput;
+  }
+  bench::BenchConfig config;
+  if (absl::Status status = ParseChoices(config); !status.ok()) {
+    fmt::print(stderr, "mxdiff bench: {}\n", std::string(status.message()));
+    return kExitBadInput;
+  }
+  if (const std::string problem = ReadNumbers(config); !problem.empty()) {
     fmt::print(stderr, "mxdiff bench: {}\n", problem);
     return kExitBadInput;
   }
@@ -181,16 +219,7 @@ int BenchCommand(std::span<const std::string_view> args) {
   }
   config.seed = absl::GetFlag(FLAGS_bench_seed);
   if (config.seed == 0) config.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
-  config.command = fmt::format("mxdiff bench --arms={} --shapes={} --experts={} --rows={}{}{}{} --target_pct={} "
-                               "--budget_s={} --min_effect_us={} --min_rounds={} --max_rounds={} --bootstrap={} --sets_mb={} "
-                               "--calls={} --{}l2_flush --warmup={} --first_use={} --first_use_fallback={} --bench_seed={}",
-                               absl::GetFlag(FLAGS_arms), absl::GetFlag(FLAGS_shapes), config.groups,
-                               config.rows_per_group, config.tactic ? " --tactic=" + TacticName(*config.tactic) : "",
-                               config.tune ? " --tune" : "", config.naive ? " --naive" : "",
-                               absl::GetFlag(FLAGS_target_pct), config.stopping.budget_seconds,
-                               config.min_effect_us, config.stopping.min_rounds, config.stopping.max_rounds, config.resamples, sets_mb,
-                               config.calls, config.l2_flush ? "" : "no", config.warmup_passes,
-                               FirstUseName(config.first_use), absl::GetFlag(FLAGS_first_use_fallback), config.seed);
+  config.command = ReplayCommand(config);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a timeout
   fmt::print("bench: seed {} (replay with --bench_seed={})\n", config.seed, config.seed);
   const auto start = std::chrono::steady_clock::now();
@@ -208,24 +237,7 @@ int BenchCommand(std::span<const std::string_view> args) {
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) written &= WriteFile(path, bench::ReportJson(*report));
   if (const std::string path = absl::GetFlag(FLAGS_csv); !path.empty()) written &= WriteFile(path, bench::SamplesCsv(*report));
   if (!written) return kExitBadInput;
-  int status = kExitOk;
-  for (const bench::ShapeReport& shape : report->shapes) {
-    switch (shape.verdict.verdict) {
-      case bench::Verdict::kFaster:
-      case bench::Verdict::kSlower:
-      case bench::Verdict::kUnresolved:
-        break;
-      case bench::Verdict::kBitMismatch:
-      case bench::Verdict::kTooNoisy:
-      case bench::Verdict::kPositionEffect:
-        status = std::max(status, kExitCheckFailed);
-        break;
-      case bench::Verdict::kIncomplete:
-        status = kExitBadInput;
-        break;
-    }
-  }
-  return status;
+  return ExitStatusOf(*report);
 }
 
 #endif  // MXDIFF_HAVE_CUDA
