@@ -13,6 +13,7 @@
 #include "reference/status_macros.h"
 #include "tools/bench/bit_compare.h"
 #include "tools/bench/device_arms.h"
+#include "tools/bench/layer_bench.h"
 #include "tools/bench/naive_protocol.h"
 #include "tools/bench/nvml_monitor.h"
 
@@ -48,11 +49,6 @@ class Stream {
  private:
   cudaStream_t stream_ = nullptr;
 };
-
-std::optional<DifferenceView> View(const ExperimentReport& e) {
-  if (!e.has_analysis()) return std::nullopt;
-  return DifferenceView{e.result.analysis.difference.estimate, e.result.analysis.difference.ci};
-}
 
 class ShapeBench {
  public:
@@ -122,21 +118,7 @@ class ShapeBench {
     }
     MXDIFF_RETURN_IF_ERROR(runner_.CheckDevice());
 
-    VerdictInput input;
-    input.bits_equal = true;
-    input.min_effect_us = config_.min_effect_us;
-    for (const ExperimentReport& e : report.experiments) {
-      if (e.protocol == Protocol::kNaive || !e.bits_checked || e.bits_equal) continue;
-      input.bits_equal = false;
-      input.bits_detail = fmt::format("{}: {}", ProtocolName(e.protocol), e.bits_detail);
-      break;
-    }
-    for (const ExperimentReport& e : report.experiments) {
-      if (e.protocol == Protocol::kSound) input.sound = View(e);
-      if (e.protocol == Protocol::kSwapped) input.swapped = View(e);
-      if (e.protocol == Protocol::kSameArm) input.same_arm = View(e);
-    }
-    report.verdict = DecideVerdict(input, config_.a.Label(), config_.b.Label());
+    report.verdict = ShapeVerdict(report.experiments, config_.min_effect_us, config_.a.Label(), config_.b.Label());
     Log(fmt::format("{}: verdict {}", shape.name, report.verdict.message));
     sets_.reset();
     return report;
@@ -310,16 +292,27 @@ class ShapeBench {
           .policy = FallbackPolicy::kFallback,
           .tactic = spec.tactic};
     };
+    // kTune: A's first call outside a capture, and B, run on a second stream: the runner keeps a
+    // split-K workspace per stream, so the winner's never replaces the one A's graph holds.
+    Stream second;
+    if (absl::Status created = shared ? second.Create() : absl::OkStatus(); !created.ok()) {
+      e.error = std::string(created.message());
+      return e;
+    }
+    void* stream_b = shared ? second.get() : stream_;
     absl::StatusOr<std::unique_ptr<BenchArm>> a =
         MakeGraphArm(e.a.label, **sets_a, request(config_.a), stream_, calls_, nullptr);
+    absl::StatusOr<std::unique_ptr<BenchArm>> a_first =
+        a.ok() ? MakeGraphArm(e.a.label, **sets_a, request(config_.a), stream_b, calls_, nullptr) : a.status();
     absl::StatusOr<std::unique_ptr<BenchArm>> b =
-        a.ok() ? MakeGraphArm(e.b.label, set_b, request(config_.b), stream_, calls_, nullptr) : a.status();
+        a_first.ok() ? MakeGraphArm(e.b.label, set_b, request(config_.b), stream_b, calls_, nullptr) : a_first.status();
     if (!b.ok()) {
       e.error = std::string(b.status().message());
       return e;
     }
     absl::StatusOr<NaivePreparation> prepared = PrepareNaiveArms(
-        config_.first_use, **a, **b, [&] { return (*runner_b)->Tune(set_b.set(0), set_b.row_offsets()); });
+        config_.first_use, **a, **b, [&] { return (*runner_b)->Tune(set_b.set(0), set_b.row_offsets()); },
+        a_first->get());
     if (!prepared.ok()) {
       e.error = std::string(prepared.status().message());
       return e;
@@ -398,7 +391,8 @@ absl::StatusOr<BenchReport> RunBench(const BenchConfig& config) {
                               : "CUDA graph replays, each between two device events";
   ShapeBench bench(config, **runner, stream.get(), flusher.get(), monitor.get(), host_timing);
   for (const ShapeSpec& shape : config.shapes) {
-    absl::StatusOr<ShapeReport> shape_report = bench.Run(shape);
+    absl::StatusOr<ShapeReport> shape_report =
+        shape.layer ? RunLayerBench(LayerSpecFor(shape, config.rows_per_group), config) : bench.Run(shape);
     if (!shape_report.ok()) return shape_report.status();
     report.shapes.push_back(*std::move(shape_report));
   }

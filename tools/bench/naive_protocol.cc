@@ -5,7 +5,8 @@
 namespace mxdiff::bench {
 
 absl::StatusOr<NaivePreparation> PrepareNaiveArms(FirstUse mode, BenchArm& a, BenchArm& b,
-                                                  const std::function<absl::StatusOr<Tactic>()>& tune) {
+                                                  const std::function<absl::StatusOr<Tactic>()>& tune,
+                                                  BenchArm* a_first_call) {
   NaivePreparation result;
   if (absl::Status status = a.PrepareTiming(kCaptureModeRelaxed, /*launch_once=*/false); !status.ok()) {
     return absl::Status(status.code(), fmt::format("A captured cold: {}", std::string(status.message())));
@@ -16,12 +17,12 @@ absl::StatusOr<NaivePreparation> PrepareNaiveArms(FirstUse mode, BenchArm& a, Be
     if (!tuned.ok()) return absl::Status(tuned.status().code(), fmt::format("tuning: {}", std::string(tuned.status().message())));
     result.tuning = fmt::format("then the tactic tuned on B's runner ({})", TacticName(*tuned));
   } else {
-    absl::StatusOr<std::vector<uint16_t>> first = a.RunSet(0);
+    absl::StatusOr<std::vector<uint16_t>> first = (a_first_call != nullptr ? *a_first_call : a).RunSet(0);
     if (!first.ok()) {
       return absl::Status(first.status().code(),
                           fmt::format("A's first call outside a capture: {}", std::string(first.status().message())));
     }
-    result.tuning = fmt::format("then A run once outside a capture, which tuned the shape at its first use ({})", a.route());
+    result.tuning = "then A run once outside a capture, which tuned the shape at its first use";
   }
   if (absl::Status status = b.PrepareTiming(kCaptureModeRelaxed, /*launch_once=*/false); !status.ok()) {
     return absl::Status(status.code(), fmt::format("B captured after tuning: {}", std::string(status.message())));

@@ -30,8 +30,12 @@ struct NaivePreparation {
   std::string tuning;   // how the tactic B inherits came about
 };
 
-// `tune` (kTable only): tunes B's runner and returns the winner. An error names the step.
+// `tune` (kTable only): tunes B's runner and returns the winner. `a_first_call` (kTune only;
+// null: `a`): the arm whose RunSet(0) is A's first call outside a capture, e.g. A's kernel on
+// another stream, so that the winner's larger split-K workspace never replaces the one A's graph
+// holds. An error names the step.
 absl::StatusOr<NaivePreparation> PrepareNaiveArms(FirstUse mode, BenchArm& a, BenchArm& b,
-                                                  const std::function<absl::StatusOr<Tactic>()>& tune);
+                                                  const std::function<absl::StatusOr<Tactic>()>& tune,
+                                                  BenchArm* a_first_call = nullptr);
 
 }  // namespace mxdiff::bench

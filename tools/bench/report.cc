@@ -192,4 +192,25 @@ std::string ReportTable(const BenchReport& report) {
   return text;
 }
 
+FinalVerdict ShapeVerdict(const std::vector<ExperimentReport>& experiments, double min_effect_us,
+                          std::string_view a_label, std::string_view b_label) {
+  VerdictInput input;
+  input.bits_equal = true;
+  input.min_effect_us = min_effect_us;
+  for (const ExperimentReport& e : experiments) {
+    if (e.protocol == Protocol::kNaive || !e.bits_checked || e.bits_equal) continue;
+    input.bits_equal = false;
+    input.bits_detail = fmt::format("{}: {}", ProtocolName(e.protocol), e.bits_detail);
+    break;
+  }
+  for (const ExperimentReport& e : experiments) {
+    if (!e.has_analysis()) continue;
+    const DifferenceView view{e.result.analysis.difference.estimate, e.result.analysis.difference.ci};
+    if (e.protocol == Protocol::kSound) input.sound = view;
+    if (e.protocol == Protocol::kSwapped) input.swapped = view;
+    if (e.protocol == Protocol::kSameArm) input.same_arm = view;
+  }
+  return DecideVerdict(input, a_label, b_label);
+}
+
 }  // namespace mxdiff::bench

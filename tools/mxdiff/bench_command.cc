@@ -33,7 +33,8 @@
 ABSL_FLAG(std::string, arms, "ordinary,folded",
           "bench: the two arms A,B: ordinary, folded, ordinary@TACTIC, folded@TACTIC, ext:LIBRARY, ext-folded:LIBRARY");
 ABSL_FLAG(std::string, shapes, "",
-          "bench: comma-separated shapes: w13-tp4, w2-tp4, w13-tp8, w2-tp8 or NxK; empty: the four decode shapes");
+          "bench: comma-separated shapes: w13-tp4, w2-tp4, w13-tp8, w2-tp8, NxK, or the whole MoE layer layer-tp4, "
+          "layer-tp8 (us per layer call; --rows is then the tokens per call); empty: the four decode shapes");
 ABSL_FLAG(int, experts, 6, "bench: experts (groups) per call");
 ABSL_FLAG(int, rows, 1, "bench: rows (tokens) per expert");
 ABSL_FLAG(std::string, tactic, "", "bench: pin this tactic for both arms, e.g. 8x128x64/s16; empty: the dispatch table's");
@@ -97,6 +98,12 @@ absl::Status ParseChoices(bench::BenchConfig& config) {
   config.a = arms->first;
   config.b = arms->second;
   config.shapes = *shapes;
+  for (const bench::ShapeSpec& shape : config.shapes) {
+    if (shape.layer && (config.a.kind == bench::ArmKind::kExternal || config.b.kind == bench::ArmKind::kExternal)) {
+      return absl::InvalidArgumentError(fmt::format("shape '{}' is the whole MoE layer: it times builtin arms only",
+                                                    shape.name));
+    }
+  }
   if (const std::string tactic = absl::GetFlag(FLAGS_tactic); !tactic.empty()) {
     absl::StatusOr<Tactic> parsed = bench::ParseTactic(tactic);
     if (!parsed.ok()) return absl::InvalidArgumentError(fmt::format("--tactic: {}", std::string(parsed.status().message())));

@@ -9,6 +9,7 @@
 #include "kernels/gemm_runner.h"
 #include "kernels/tune_on_first_use.h"
 #include "tools/bench/bench_driver.h"
+#include "tools/bench/layer_bench.h"
 
 namespace mxdiff::bench {
 namespace {
@@ -143,6 +144,55 @@ TEST_F(BenchGpuTest, TuneOnFirstUseChangesTheNaiveArmsButNotTheSoundOnes) {
     }
   }
   EXPECT_EQ(sound_tactic[0], sound_tactic[1]);
+}
+
+// The whole MoE layer, small: sound, swapped, A/A and naive run, the arms agree bit for bit at
+// the layer output, every replay is one layer call; with --first_use=tune the naive A graph
+// holds the generic fallback and B the tuned tactics, while the sound arms' tactics stay.
+TEST_F(BenchGpuTest, LayerBenchOfASmallLayer) {
+  LayerBenchSpec spec;
+  spec.name = "small layer";
+  spec.shape = MoeShape{.hidden = 512, .intermediate = 128, .experts = 16, .top_k = 4, .shared_expert = true};
+  spec.routings = 8;
+  std::string sound_routes[2];
+  for (FirstUse mode : {FirstUse::kTable, FirstUse::kTune}) {
+    BenchConfig config = SmallConfig("ordinary,folded");
+    config.naive = true;
+    config.first_use = mode;
+    config.stopping.budget_seconds = 0.5;
+    absl::StatusOr<ShapeReport> report = RunLayerBench(spec, config);
+    ASSERT_TRUE(report.ok()) << report.status();
+    ASSERT_TRUE(report->error.empty()) << report->error;
+    ASSERT_EQ(report->experiments.size(), 4u);
+    for (const ExperimentReport& e : report->experiments) {
+      EXPECT_TRUE(e.error.empty()) << ProtocolName(e.protocol) << ": " << e.error;
+      EXPECT_TRUE(e.has_analysis()) << ProtocolName(e.protocol);
+      for (const Sample& s : e.result.samples) EXPECT_EQ(s.time.calls, 1);
+    }
+    const ExperimentReport& sound = report->experiments[0];
+    EXPECT_TRUE(sound.bits_equal) << sound.bits_detail;
+    EXPECT_NE(sound.b.route.find("folded"), std::string::npos) << sound.b.route;
+    sound_routes[int(mode)] = sound.a.route;
+    const ExperimentReport& naive = report->experiments[3];
+    if (mode == FirstUse::kTune) {
+      EXPECT_NE(naive.a.route.find(TacticName(kGenericTactic)), std::string::npos) << naive.a.route;
+      EXPECT_NE(naive.method.find("tuned the shape at its first use"), std::string::npos) << naive.method;
+    }
+    EXPECT_NE(report->verdict.verdict, Verdict::kBitMismatch) << report->verdict.message;
+  }
+  EXPECT_EQ(sound_routes[0], sound_routes[1]);
+}
+
+TEST_F(BenchGpuTest, LayerShapeThroughRunBench) {
+  BenchConfig config = SmallConfig("ordinary,folded");
+  config.shapes = {ShapeSpec{"tiny layer", 512, 128, true}};
+  config.stopping.budget_seconds = 0.3;
+  absl::StatusOr<BenchReport> report = RunBench(config);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->shapes.size(), 1u);
+  EXPECT_EQ(report->shapes[0].groups, 257);  // 256 routed + the shared expert
+  EXPECT_EQ(report->shapes[0].calls_per_replay, 1);
+  EXPECT_TRUE(report->shapes[0].error.empty()) << report->shapes[0].error;
 }
 
 }  // namespace
