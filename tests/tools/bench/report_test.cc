@@ -234,5 +234,24 @@ TEST(ReportTest, TableNamesTheVerdictAndTheRow) {
   EXPECT_NE(table.find("seed 77 (replay with --bench_seed=77)"), std::string::npos);
 }
 
+TEST(ReportTest, ALayerShapeSaysUsPerLayerCall) {
+  BenchReport report = SmallReport();
+  ShapeReport& shape = report.shapes[0];
+  shape.shape = ShapeSpec{"MoE layer PP2xTP4", 4096, 512, true};
+  shape.groups = 257;
+  shape.tactic = "W13 8x128x64/s16/w0, W2 8x128x64/s2/w0";
+  shape.sets = 64;
+  shape.set_bytes = 890000000;
+  shape.calls_per_replay = 1;
+  const std::string table = ReportTable(report);
+  EXPECT_NE(table.find("MoE layer PP2xTP4 (the whole MoE layer: hidden 4096, intermediate 512 per rank, 257 experts, "
+                       "1 token per call): tactics W13 8x128x64/s16/w0, W2 8x128x64/s2/w0 (dispatch table), weights "
+                       "890.0 MB per arm, 64 routings rotating, one layer call per replay (times are us per layer)"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(nlohmann::json::parse(ReportJson(report))["shapes"][0]["layer"], true);
+  EXPECT_EQ(nlohmann::json::parse(ReportJson(SmallReport()))["shapes"][0]["layer"], false);
+}
+
 }  // namespace
 }  // namespace mxdiff::bench
