@@ -43,7 +43,7 @@ run() {  # NAME FLAGS...
   "$dir/mxdiff" bench "${common[@]}" "$@" --json="$out/$name.json" --csv="$out/$name.csv" >"$out/$name.log" 2>&1
   local rc=$?
   echo "== $name: mxdiff bench $* (exit $rc)" | tee -a "$out/summary.txt"
-  grep -E 'verdict|naive ABBA|naive: .* rounds|sound ABBA: .* rounds' "$out/$name.log" | tee -a "$out/summary.txt"
+  grep -E 'verdict|naive ABBA|sound ABBA: .* rounds|^mxdiff bench: ' "$out/$name.log" | tee -a "$out/summary.txt"
   if ((rc > 1 && status == 0)); then status=$rc; fi
 }
 : >"$out/summary.txt"
