@@ -249,6 +249,35 @@ class ShapeBench {
     return e;
   }
 
+  // kTable: fresh runners, nothing tuned, no workspace; A's runner is never touched after A's
+  // capture (its graph holds that runner's workspace), B's runner is the one that is tuned.
+  // kTune (`shared`): one fresh tune-on-first-use runner and one weight set for both arms
+  // (naive_protocol.h).
+  struct NaiveRunners {
+    std::unique_ptr<GemmRunner> runner_a;
+    std::unique_ptr<GemmRunner> runner_b;  // kTable only
+    std::unique_ptr<LayerSets> sets_a;
+    std::unique_ptr<LayerSets> sets_b;  // kTable only
+  };
+  absl::StatusOr<NaiveRunners> MakeNaiveRunners(bool shared) const {
+    NaiveRunners made;
+    auto one_set = [&](GemmRunner& runner) {
+      return LayerSets::Create(runner, config_.groups, config_.rows_per_group, sets_->n(), sets_->k(), 1, config_.seed,
+                               false);
+    };
+    for (int arm = 0; arm < (shared ? 1 : 2); ++arm) {
+      absl::StatusOr<std::unique_ptr<GemmRunner>> runner =
+          arm == 0 ? CreateRunner(config_.device, config_.first_use, config_.first_use_fallback)
+                   : GemmRunner::Create(config_.device);
+      if (!runner.ok()) return runner.status();
+      absl::StatusOr<std::unique_ptr<LayerSets>> sets = one_set(**runner);
+      if (!sets.ok()) return sets.status();
+      (arm == 0 ? made.runner_a : made.runner_b) = *std::move(runner);
+      (arm == 0 ? made.sets_a : made.sets_b) = *std::move(sets);
+    }
+    return made;
+  }
+
   ExperimentReport Naive(uint64_t seed) {
     ExperimentReport e;
     e.protocol = Protocol::kNaive;
@@ -262,30 +291,13 @@ class ShapeBench {
     }
     Log(fmt::format("{}: naive ABBA ({} on first use): {} vs {}", name_, FirstUseName(config_.first_use), e.a.label,
                     e.b.label));
-    // kTable: fresh runners, nothing tuned, no workspace; A's runner is never touched after A's
-    // capture (its graph holds that runner's workspace), B's runner is the one that is tuned.
-    // kTune: one fresh tune-on-first-use runner and one weight set for both arms (naive_protocol.h).
     const bool shared = config_.first_use == FirstUse::kTune;
-    absl::StatusOr<std::unique_ptr<GemmRunner>> runner_a =
-        CreateRunner(config_.device, config_.first_use, config_.first_use_fallback);
-    absl::StatusOr<std::unique_ptr<GemmRunner>> runner_b =
-        !runner_a.ok() || shared ? absl::StatusOr<std::unique_ptr<GemmRunner>>(nullptr) : GemmRunner::Create(config_.device);
-    if (!runner_a.ok() || !runner_b.ok()) {
-      e.error = std::string((!runner_a.ok() ? runner_a.status() : runner_b.status()).message());
+    absl::StatusOr<NaiveRunners> made = MakeNaiveRunners(shared);
+    if (!made.ok()) {
+      e.error = std::string(made.status().message());
       return e;
     }
-    auto one_set = [&](GemmRunner& runner) {
-      return LayerSets::Create(runner, config_.groups, config_.rows_per_group, sets_->n(), sets_->k(), 1, config_.seed,
-                               false);
-    };
-    absl::StatusOr<std::unique_ptr<LayerSets>> sets_a = one_set(**runner_a);
-    absl::StatusOr<std::unique_ptr<LayerSets>> sets_b =
-        !sets_a.ok() || shared ? absl::StatusOr<std::unique_ptr<LayerSets>>(nullptr) : one_set(**runner_b);
-    if (!sets_a.ok() || !sets_b.ok()) {
-      e.error = std::string((!sets_a.ok() ? sets_a.status() : sets_b.status()).message());
-      return e;
-    }
-    const LayerSets& set_b = shared ? **sets_a : **sets_b;
+    const LayerSets& set_b = shared ? *made->sets_a : *made->sets_b;
     auto request = [](const ArmSpec& spec) {
       return RunRequest{
           .transform = spec.transform == Transform::kOrdinary ? TransformRequest::kOrdinary : TransformRequest::kFolded,
@@ -301,9 +313,9 @@ class ShapeBench {
     }
     void* stream_b = shared ? second.get() : stream_;
     absl::StatusOr<std::unique_ptr<BenchArm>> a =
-        MakeGraphArm(e.a.label, **sets_a, request(config_.a), stream_, calls_, nullptr);
+        MakeGraphArm(e.a.label, *made->sets_a, request(config_.a), stream_, calls_, nullptr);
     absl::StatusOr<std::unique_ptr<BenchArm>> a_first =
-        a.ok() ? MakeGraphArm(e.a.label, **sets_a, request(config_.a), stream_b, calls_, nullptr) : a.status();
+        a.ok() ? MakeGraphArm(e.a.label, *made->sets_a, request(config_.a), stream_b, calls_, nullptr) : a.status();
     absl::StatusOr<std::unique_ptr<BenchArm>> b =
         a_first.ok() ? MakeGraphArm(e.b.label, set_b, request(config_.b), stream_b, calls_, nullptr) : a_first.status();
     if (!b.ok()) {
@@ -311,7 +323,7 @@ class ShapeBench {
       return e;
     }
     absl::StatusOr<NaivePreparation> prepared = PrepareNaiveArms(
-        config_.first_use, **a, **b, [&] { return (*runner_b)->Tune(set_b.set(0), set_b.row_offsets()); },
+        config_.first_use, **a, **b, [&] { return made->runner_b->Tune(set_b.set(0), set_b.row_offsets()); },
         a_first->get());
     if (!prepared.ok()) {
       e.error = std::string(prepared.status().message());
