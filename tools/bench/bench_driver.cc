@@ -9,16 +9,28 @@
 #include "fmt/format.h"
 #include "kernels/cuda_status.h"
 #include "kernels/gemm_runner.h"
+#include "kernels/tune_on_first_use.h"
 #include "reference/status_macros.h"
 #include "tools/bench/bit_compare.h"
 #include "tools/bench/device_arms.h"
+#include "tools/bench/layer_bench.h"
+#include "tools/bench/naive_protocol.h"
 #include "tools/bench/nvml_monitor.h"
 
 namespace mxdiff::bench {
 namespace {
 
 constexpr int kCaptureThreadLocal = int(cudaStreamCaptureModeThreadLocal);
-constexpr int kCaptureRelaxed = int(cudaStreamCaptureModeRelaxed);
+static_assert(kCaptureModeRelaxed == int(cudaStreamCaptureModeRelaxed));
+
+// A plain runner, or a tune-on-first-use one (kernels/tune_on_first_use.h).
+absl::StatusOr<std::unique_ptr<GemmRunner>> CreateRunner(int device, FirstUse mode, std::optional<Tactic> fallback) {
+  if (mode == FirstUse::kTable) return GemmRunner::Create(device);
+  absl::StatusOr<std::unique_ptr<TuneOnFirstUseRunner>> runner =
+      CreateTuneOnFirstUseRunner(device, {.mode = mode, .fallback = fallback, .capturing = {}});
+  if (!runner.ok()) return runner.status();
+  return std::unique_ptr<GemmRunner>(*std::move(runner));
+}
 
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -37,11 +49,6 @@ class Stream {
  private:
   cudaStream_t stream_ = nullptr;
 };
-
-std::optional<DifferenceView> View(const ExperimentReport& e) {
-  if (!e.has_analysis()) return std::nullopt;
-  return DifferenceView{e.result.analysis.difference.estimate, e.result.analysis.difference.ci};
-}
 
 class ShapeBench {
  public:
@@ -111,21 +118,7 @@ class ShapeBench {
     }
     MXDIFF_RETURN_IF_ERROR(runner_.CheckDevice());
 
-    VerdictInput input;
-    input.bits_equal = true;
-    input.min_effect_us = config_.min_effect_us;
-    for (const ExperimentReport& e : report.experiments) {
-      if (e.protocol == Protocol::kNaive || !e.bits_checked || e.bits_equal) continue;
-      input.bits_equal = false;
-      input.bits_detail = fmt::format("{}: {}", ProtocolName(e.protocol), e.bits_detail);
-      break;
-    }
-    for (const ExperimentReport& e : report.experiments) {
-      if (e.protocol == Protocol::kSound) input.sound = View(e);
-      if (e.protocol == Protocol::kSwapped) input.swapped = View(e);
-      if (e.protocol == Protocol::kSameArm) input.same_arm = View(e);
-    }
-    report.verdict = DecideVerdict(input, config_.a.Label(), config_.b.Label());
+    report.verdict = ShapeVerdict(report.experiments, config_.min_effect_us, config_.a.Label(), config_.b.Label());
     Log(fmt::format("{}: verdict {}", shape.name, report.verdict.message));
     sets_.reset();
     return report;
@@ -256,6 +249,35 @@ class ShapeBench {
     return e;
   }
 
+  // kTable: fresh runners, nothing tuned, no workspace; A's runner is never touched after A's
+  // capture (its graph holds that runner's workspace), B's runner is the one that is tuned.
+  // kTune (`shared`): one fresh tune-on-first-use runner and one weight set for both arms
+  // (naive_protocol.h).
+  struct NaiveRunners {
+    std::unique_ptr<GemmRunner> runner_a;
+    std::unique_ptr<GemmRunner> runner_b;  // kTable only
+    std::unique_ptr<LayerSets> sets_a;
+    std::unique_ptr<LayerSets> sets_b;  // kTable only
+  };
+  absl::StatusOr<NaiveRunners> MakeNaiveRunners(bool shared) const {
+    NaiveRunners made;
+    auto one_set = [&](GemmRunner& runner) {
+      return LayerSets::Create(runner, config_.groups, config_.rows_per_group, sets_->n(), sets_->k(), 1, config_.seed,
+                               false);
+    };
+    for (int arm = 0; arm < (shared ? 1 : 2); ++arm) {
+      absl::StatusOr<std::unique_ptr<GemmRunner>> runner =
+          arm == 0 ? CreateRunner(config_.device, config_.first_use, config_.first_use_fallback)
+                   : GemmRunner::Create(config_.device);
+      if (!runner.ok()) return runner.status();
+      absl::StatusOr<std::unique_ptr<LayerSets>> sets = one_set(**runner);
+      if (!sets.ok()) return sets.status();
+      (arm == 0 ? made.runner_a : made.runner_b) = *std::move(runner);
+      (arm == 0 ? made.sets_a : made.sets_b) = *std::move(sets);
+    }
+    return made;
+  }
+
   ExperimentReport Naive(uint64_t seed) {
     ExperimentReport e;
     e.protocol = Protocol::kNaive;
@@ -267,58 +289,54 @@ class ShapeBench {
       e.error = "the naive protocol needs graph arms (not with an external kernel)";
       return e;
     }
-    Log(fmt::format("{}: naive ABBA: {} vs {}", name_, e.a.label, e.b.label));
-    // Fresh runners: nothing tuned, no workspace. A's runner is never touched after A's capture
-    // (its graph holds that runner's workspace), B's runner is the one that was tuned.
-    absl::StatusOr<std::unique_ptr<GemmRunner>> runner_a = GemmRunner::Create(config_.device);
-    absl::StatusOr<std::unique_ptr<GemmRunner>> runner_b =
-        runner_a.ok() ? GemmRunner::Create(config_.device) : runner_a.status();
-    if (!runner_b.ok()) {
-      e.error = std::string(runner_b.status().message());
+    Log(fmt::format("{}: naive ABBA ({} on first use): {} vs {}", name_, FirstUseName(config_.first_use), e.a.label,
+                    e.b.label));
+    const bool shared = config_.first_use == FirstUse::kTune;
+    absl::StatusOr<NaiveRunners> made = MakeNaiveRunners(shared);
+    if (!made.ok()) {
+      e.error = std::string(made.status().message());
       return e;
     }
-    auto one_set = [&](GemmRunner& runner) {
-      return LayerSets::Create(runner, config_.groups, config_.rows_per_group, sets_->n(), sets_->k(), 1, config_.seed,
-                               false);
-    };
-    absl::StatusOr<std::unique_ptr<LayerSets>> sets_a = one_set(**runner_a);
-    absl::StatusOr<std::unique_ptr<LayerSets>> sets_b = sets_a.ok() ? one_set(**runner_b) : sets_a.status();
-    if (!sets_b.ok()) {
-      e.error = std::string(sets_b.status().message());
-      return e;
-    }
+    const LayerSets& set_b = shared ? *made->sets_a : *made->sets_b;
     auto request = [](const ArmSpec& spec) {
       return RunRequest{
           .transform = spec.transform == Transform::kOrdinary ? TransformRequest::kOrdinary : TransformRequest::kFolded,
           .policy = FallbackPolicy::kFallback,
           .tactic = spec.tactic};
     };
+    // kTune: A's first call outside a capture, and B, run on a second stream: the runner keeps a
+    // split-K workspace per stream, so the winner's never replaces the one A's graph holds.
+    Stream second;
+    if (absl::Status created = shared ? second.Create() : absl::OkStatus(); !created.ok()) {
+      e.error = std::string(created.message());
+      return e;
+    }
+    void* stream_b = shared ? second.get() : stream_;
     absl::StatusOr<std::unique_ptr<BenchArm>> a =
-        MakeGraphArm(e.a.label, **sets_a, request(config_.a), stream_, calls_, nullptr);
-    absl::Status status = a.ok() ? (*a)->PrepareTiming(kCaptureRelaxed, /*launch_once=*/false) : a.status();
-    if (!status.ok()) {
-      e.error = fmt::format("A captured cold: {}", std::string(status.message()));
-      return e;
-    }
-    e.a.route = (*a)->route();
-    absl::StatusOr<Tactic> tuned = (*runner_b)->Tune((*sets_b)->set(0), (*sets_b)->row_offsets());
-    if (!tuned.ok()) {
-      e.error = fmt::format("tuning: {}", std::string(tuned.status().message()));
-      return e;
-    }
+        MakeGraphArm(e.a.label, *made->sets_a, request(config_.a), stream_, calls_, nullptr);
+    absl::StatusOr<std::unique_ptr<BenchArm>> a_first =
+        a.ok() ? MakeGraphArm(e.a.label, *made->sets_a, request(config_.a), stream_b, calls_, nullptr) : a.status();
     absl::StatusOr<std::unique_ptr<BenchArm>> b =
-        MakeGraphArm(e.b.label, **sets_b, request(config_.b), stream_, calls_, nullptr);
-    status = b.ok() ? (*b)->PrepareTiming(kCaptureRelaxed, /*launch_once=*/false) : b.status();
-    if (!status.ok()) {
-      e.error = fmt::format("B captured after tuning: {}", std::string(status.message()));
+        a_first.ok() ? MakeGraphArm(e.b.label, set_b, request(config_.b), stream_b, calls_, nullptr) : a_first.status();
+    if (!b.ok()) {
+      e.error = std::string(b.status().message());
       return e;
     }
-    e.b.route = (*b)->route();
+    absl::StatusOr<NaivePreparation> prepared = PrepareNaiveArms(
+        config_.first_use, **a, **b, [&] { return made->runner_b->Tune(set_b.set(0), set_b.row_offsets()); },
+        a_first->get());
+    if (!prepared.ok()) {
+      e.error = std::string(prepared.status().message());
+      return e;
+    }
+    e.a.route = prepared->a_route;
+    e.b.route = prepared->b_route;
     e.method = fmt::format(
-        "the seed's protocol: A captured at its first use on a fresh runner (no warm-up, untuned: {}), then the "
-        "tactic tuned ({}), then B captured on the tuned runner (no warm-up of its own); no tactic pinned; one "
-        "weight set of {:.1f} MB shared (fits in L2), no flush; {} calls per replay",
-        e.a.route, TacticName(*tuned), sets_->set_bytes() * 1e-6, calls_);
+        "the seed's protocol, {} on first use: A captured at its first use on a fresh runner (no warm-up: {}), {}, "
+        "then B captured {} (no warm-up of its own); no tactic pinned; one weight set of {:.1f} MB (fits in L2), no "
+        "flush; {} calls per replay",
+        FirstUseName(config_.first_use), e.a.route, prepared->tuning, shared ? "on the same runner" : "on the tuned runner",
+        sets_->set_bytes() * 1e-6, calls_);
     Timed(e, **a, **b);
     e.bits_equal = true;  // until the comparison after timing says otherwise
     if (e.error.empty()) CheckLastOutputs(e, **a, **b, sets_->n(), /*is_error=*/false);
@@ -340,7 +358,10 @@ class ShapeBench {
 }  // namespace
 
 absl::StatusOr<BenchReport> RunBench(const BenchConfig& config) {
-  absl::StatusOr<std::unique_ptr<GemmRunner>> runner = GemmRunner::Create(config.device);
+  // --first_use=tune: the sound protocol runs on a tune-on-first-use runner too; it pins its
+  // tactic, so the mode cannot reach it.
+  absl::StatusOr<std::unique_ptr<GemmRunner>> runner =
+      CreateRunner(config.device, config.first_use, config.first_use_fallback);
   if (!runner.ok()) return runner.status();
   Stream stream;
   MXDIFF_RETURN_IF_ERROR(stream.Create());
@@ -382,7 +403,8 @@ absl::StatusOr<BenchReport> RunBench(const BenchConfig& config) {
                               : "CUDA graph replays, each between two device events";
   ShapeBench bench(config, **runner, stream.get(), flusher.get(), monitor.get(), host_timing);
   for (const ShapeSpec& shape : config.shapes) {
-    absl::StatusOr<ShapeReport> shape_report = bench.Run(shape);
+    absl::StatusOr<ShapeReport> shape_report =
+        shape.layer ? RunLayerBench(LayerSpecFor(shape, config.rows_per_group), config) : bench.Run(shape);
     if (!shape_report.ok()) return shape_report.status();
     report.shapes.push_back(*std::move(shape_report));
   }

@@ -13,10 +13,12 @@
 // independently captured A.
 //
 // Naive (the seed's flawed protocol, to show the artifact): A is captured at its very first use
-// on a fresh runner (no warm-up; the dispatch state untuned, so the table's tactic; its
-// workspace allocated while capturing); then the tactic is tuned (as the seed's first arm paid
-// for it) and B is captured after that on the tuned runner, inheriting the tuned tactic and the
-// warm workspace; no tactic is pinned, one weight set is shared (it fits in L2), no flush.
+// on a fresh runner (no warm-up; the dispatch state untuned; its workspace allocated while
+// capturing); then the shape is tuned (as the seed's first arm paid for it) and B is captured
+// after that, inheriting the tuned tactic and the warm workspace; no tactic is pinned, one weight
+// set is shared (it fits in L2), no flush. How A's tactic and the tuning come about depends on
+// --first_use (naive_protocol.h): with `table` A runs the dispatch table's tactic; with `tune` A's
+// graph holds the fallback, because the runner cannot tune inside a capture.
 #pragma once
 
 #include <functional>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/tune_on_first_use.h"
 #include "reference/step_model.h"
 #include "tools/bench/bench_spec.h"
 #include "tools/bench/report.h"
@@ -41,6 +44,11 @@ struct BenchConfig {
   std::optional<Tactic> tactic;  // pinned for both arms; absent: the dispatch table's (or --tune)
   bool tune = false;
   bool naive = false;
+  // The runner mode (kernels/tune_on_first_use.h) of the runners both protocols use; the naive
+  // protocol's order of steps depends on it (naive_protocol.h). `first_use_fallback`: what a
+  // first use inside a capture runs in kTune mode (absent: the dispatch table's).
+  FirstUse first_use = FirstUse::kTable;
+  std::optional<Tactic> first_use_fallback = kGenericTactic;
   double min_effect_us = 0;  // the verdict's least |B - A| (verdict.h)
   StoppingRule stopping;
   int resamples = 10000;

@@ -127,12 +127,14 @@ absl::StatusOr<ShapeSpec> ParseShape(std::string_view text) {
   for (const auto& preset : kPresets) {
     if (text == preset.key) return ShapeSpec{preset.name, preset.n, preset.k};
   }
+  if (text == "layer-tp4") return ShapeSpec{"MoE layer PP2xTP4", 4096, 512, true};
+  if (text == "layer-tp8") return ShapeSpec{"MoE layer TP8", 4096, 256, true};
   const std::vector<std::string_view> parts = Split(text, 'x');
   std::optional<int> n = parts.size() == 2 ? PositiveInt(parts[0]) : std::nullopt;
   std::optional<int> k = parts.size() == 2 ? PositiveInt(parts[1]) : std::nullopt;
   if (!n || !k) {
     return absl::InvalidArgumentError(
-        fmt::format("shape '{}': expected w13-tp4, w2-tp4, w13-tp8, w2-tp8 or NxK (e.g. 1024x4096)", text));
+        fmt::format("shape '{}': expected w13-tp4, w2-tp4, w13-tp8, w2-tp8, layer-tp4, layer-tp8 or NxK (e.g. 1024x4096)", text));
   }
   if (*k % kBlockK != 0) {
     return absl::InvalidArgumentError(fmt::format("shape '{}': K must be a multiple of {}", text, kBlockK));

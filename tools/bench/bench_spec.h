@@ -6,6 +6,8 @@
 //                                           computing the ordinary or the folded transform
 //   tactic CMxCNxCK/sSPLITS[/wSWIZZLE]      e.g. 8x128x64/s16 (swizzle 0 when left out)
 //   shape  w13-tp4 | w2-tp4 | w13-tp8 | w2-tp8 (the decode shapes, PP2 x TP4 and TP8) | NxK
+//          layer-tp4 | layer-tp8      the whole MoE layer (layer_bench.h): hidden 4096, 256 routed
+//                                     experts + the shared one, top-6, intermediate 512 or 256
 #pragma once
 
 #include <optional>
@@ -42,6 +44,7 @@ struct ShapeSpec {
   std::string name;  // "W13 PP2xTP4", or "N1000 K512" for NxK
   int n = 0;
   int k = 0;
+  bool layer = false;  // the whole MoE layer: n is the hidden size, k the intermediate per rank
   friend bool operator==(const ShapeSpec&, const ShapeSpec&) = default;
 };
 

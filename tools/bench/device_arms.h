@@ -18,6 +18,7 @@
 #include "fuzz/modules/gemm_module.h"
 #include "kernels/device_buffer.h"
 #include "kernels/gemm_runner.h"
+#include "tools/bench/bench_arm.h"
 #include "tools/bench/experiment.h"
 #include "tools/bench/stats.h"
 
@@ -79,24 +80,6 @@ class L2Flusher {
  private:
   DeviceBuffer memory_;
   uint8_t value_ = 0;
-};
-
-class BenchArm : public TimedArm {
- public:
-  virtual std::string label() const = 0;
-  // What ran at the last RunSet or capture: "folded 8x128x64/s16/w0 (folded-admitted)".
-  virtual std::string route() const = 0;
-  // Runs set `index` once, output poisoned first, and returns its bits (the first use of a
-  // runner's kernels and workspace happens here). An unwritten element is an error.
-  virtual absl::StatusOr<std::vector<uint16_t>> RunSet(int index) = 0;
-  // `passes` runs over every set, untimed.
-  virtual absl::Status WarmUp(int passes) = 0;
-  // Graph arms: capture (cudaStreamCaptureMode `capture_mode`: 0 global, 1 thread-local,
-  // 2 relaxed), instantiate, and with `launch_once` one untimed replay. Host arms: nothing.
-  virtual absl::Status PrepareTiming(int capture_mode, bool launch_once) = 0;
-  // The output after the last replay, and which set its last call ran.
-  virtual absl::StatusOr<std::vector<uint16_t>> LastOutput() = 0;
-  virtual int last_set() const = 0;
 };
 
 // `flusher` may be null. `stream` is the cudaStream_t everything runs on. The request is used

@@ -2,11 +2,14 @@
 """Draws `mxdiff bench`'s results as one PNG: per shape, the per-round timings of both arms under
 the sound protocol and under the naive one (when it ran), and B - A with its 95% interval for
 every measurement (sound, swapped, A/A, naive). Reads the report's JSON (--json) and its raw
-samples CSV (--csv); matplotlib from Debian (python3-matplotlib), run with /usr/bin/python3.
+samples CSV (--csv); without --csv, the samples the JSON holds itself (every timed replay, in
+each experiment's "samples"). matplotlib from Debian (python3-matplotlib), run with
+/usr/bin/python3.
 
-  /usr/bin/python3 tools/bench/plot_bench.py --json bench.json --csv bench.csv --out bench.png
+  /usr/bin/python3 tools/bench/plot_bench.py --json bench.json [--csv bench.csv] --out bench.png
 
-Exit status: 0 written, 2 bad input (a missing or malformed file).
+Exit status: 0 written, 2 bad input (a missing or malformed file), 3 no matplotlib here (draw
+where it is: the JSON holds everything).
 """
 import argparse
 import collections
@@ -14,18 +17,44 @@ import csv
 import json
 import sys
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: E402
+except ImportError as missing:
+    print(f"plot_bench: no matplotlib here ({missing}): install python3-matplotlib or plot elsewhere",
+          file=sys.stderr)
+    sys.exit(3)
 
 PROTOCOLS = ["sound", "swapped", "a-a", "naive"]
 COLORS = {"A": "tab:blue", "B": "tab:orange"}
 
 
+def samples_from_json(report):
+    """The same rows as the CSV's (the columns the plot reads), from each experiment's samples."""
+    samples = collections.defaultdict(list)
+    for shape in report["shapes"]:
+        for e in shape.get("experiments", []):
+            block = e.get("samples") or {"columns": [], "rows": []}
+            columns = block["columns"]
+            if block["rows"] and not {"round", "arm", "per_call_us", "discarded"} <= set(columns):
+                raise ValueError(f'shape {shape["name"]}: samples without round/arm/per_call_us/discarded')
+            for values in block["rows"]:
+                row = dict(zip(columns, values))
+                arm = "A" if int(row["arm"]) == 0 else "B"
+                samples[(shape["name"], e["protocol"])].append({
+                    "round": str(row["round"]), "arm": arm, "per_call_us": str(row["per_call_us"]),
+                    "discarded": "1" if row["discarded"] else "0",
+                    "arm_label": e.get("a" if arm == "A" else "b", {}).get("label", arm)})
+    return samples
+
+
 def load(json_path, csv_path):
     with open(json_path) as f:
         report = json.load(f)
+    if csv_path is None:
+        return report, samples_from_json(report)
     samples = collections.defaultdict(list)  # (shape, protocol) -> rows
     with open(csv_path, newline="") as f:
         reader = csv.DictReader(f)
@@ -89,13 +118,13 @@ def differences(ax, shape):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", required=True)
-    parser.add_argument("--csv", required=True)
+    parser.add_argument("--csv", help="the samples CSV; default: the samples in the JSON")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     try:
         report, samples = load(args.json, args.csv)
         shapes = report["shapes"]
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, ValueError, KeyError, TypeError) as error:
         print(f"plot_bench: {error}", file=sys.stderr)
         return 2
     if not shapes:

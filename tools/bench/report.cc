@@ -122,6 +122,7 @@ std::string ReportJson(const BenchReport& report) {
     Json experiments = Json::array();
     for (const ExperimentReport& e : shape.experiments) experiments.push_back(ExperimentJson(e));
     shapes.push_back(Json{{"name", shape.shape.name},
+                          {"layer", shape.shape.layer},
                           {"n", shape.shape.n},
                           {"k", shape.shape.k},
                           {"groups", shape.groups},
@@ -149,17 +150,30 @@ std::string ReportTable(const BenchReport& report) {
       100 * report.stopping.target_relative_half_width, report.stopping.min_rounds, report.stopping.budget_seconds,
       report.stopping.max_rounds, report.resamples, 100 * report.confidence, report.seed, report.seed);
   for (const ShapeReport& shape : report.shapes) {
-    text += fmt::format("\n{} (N {}, K {}, {} experts x {} row{})", shape.shape.name, shape.shape.n, shape.shape.k,
-                        shape.groups, shape.rows_per_group, shape.rows_per_group == 1 ? "" : "s");
+    const std::string flush = shape.l2_flush_bytes > 0
+                                  ? fmt::format("L2 flushed ({:.0f} MB) before every replay", shape.l2_flush_bytes * 1e-6)
+                                  : std::string("no L2 flush");
+    if (shape.shape.layer) {  // layer_bench.h: us per layer call
+      text += fmt::format("\n{} (the whole MoE layer: hidden {}, intermediate {} per rank, {} experts, {} token{} per "
+                          "call)",
+                          shape.shape.name, shape.shape.n, shape.shape.k, shape.groups, shape.rows_per_group,
+                          shape.rows_per_group == 1 ? "" : "s");
+    } else {
+      text += fmt::format("\n{} (N {}, K {}, {} experts x {} row{})", shape.shape.name, shape.shape.n, shape.shape.k,
+                          shape.groups, shape.rows_per_group, shape.rows_per_group == 1 ? "" : "s");
+    }
     if (!shape.error.empty()) {
       text += fmt::format(": ERROR {}\n", shape.error);
       continue;
     }
-    text += fmt::format(": tactic {} ({}), {} weight sets of {:.1f} MB, {} calls per replay, {}\n", shape.tactic,
-                        shape.tactic_source, shape.sets, shape.set_bytes * 1e-6, shape.calls_per_replay,
-                        shape.l2_flush_bytes > 0 ? fmt::format("L2 flushed ({:.0f} MB) before every replay",
-                                                               shape.l2_flush_bytes * 1e-6)
-                                                 : std::string("no L2 flush"));
+    if (shape.shape.layer) {
+      text += fmt::format(": tactics {} ({}), weights {:.1f} MB per arm, {} routings rotating, one layer call per "
+                          "replay (times are us per layer), {}\n",
+                          shape.tactic, shape.tactic_source, shape.set_bytes * 1e-6, shape.sets, flush);
+    } else {
+      text += fmt::format(": tactic {} ({}), {} weight sets of {:.1f} MB, {} calls per replay, {}\n", shape.tactic,
+                          shape.tactic_source, shape.sets, shape.set_bytes * 1e-6, shape.calls_per_replay, flush);
+    }
     if (!shape.clocks.empty()) text += fmt::format("  clocks at start: {}\n", shape.clocks);
     text +=
         "| protocol | order | A | B | A median us (IQR) | B median us (IQR) | B-A us [95% CI] | B-A % [95% CI] | "
@@ -190,6 +204,27 @@ std::string ReportTable(const BenchReport& report) {
     text += fmt::format("verdict: {}\n", shape.verdict.message);
   }
   return text;
+}
+
+FinalVerdict ShapeVerdict(const std::vector<ExperimentReport>& experiments, double min_effect_us,
+                          std::string_view a_label, std::string_view b_label) {
+  VerdictInput input;
+  input.bits_equal = true;
+  input.min_effect_us = min_effect_us;
+  for (const ExperimentReport& e : experiments) {
+    if (e.protocol == Protocol::kNaive || !e.bits_checked || e.bits_equal) continue;
+    input.bits_equal = false;
+    input.bits_detail = fmt::format("{}: {}", ProtocolName(e.protocol), e.bits_detail);
+    break;
+  }
+  for (const ExperimentReport& e : experiments) {
+    if (!e.has_analysis()) continue;
+    const DifferenceView view{e.result.analysis.difference.estimate, e.result.analysis.difference.ci};
+    if (e.protocol == Protocol::kSound) input.sound = view;
+    if (e.protocol == Protocol::kSwapped) input.swapped = view;
+    if (e.protocol == Protocol::kSameArm) input.same_arm = view;
+  }
+  return DecideVerdict(input, a_label, b_label);
 }
 
 }  // namespace mxdiff::bench

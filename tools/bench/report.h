@@ -70,6 +70,11 @@ struct BenchReport {
   std::vector<ShapeReport> shapes;
 };
 
+// The shape's verdict from its experiments (verdict.h's rule): a bit difference in any but the
+// naive one, then the sound, swapped and A/A differences. Used by the GEMM and the layer bench.
+FinalVerdict ShapeVerdict(const std::vector<ExperimentReport>& experiments, double min_effect_us,
+                          std::string_view a_label, std::string_view b_label);
+
 // shape,protocol,schedule,round,slot,arm,arm_label,per_call_us,replay_us,calls,sm_mhz,memory_mhz,
 // reasons,discarded: one row per timed replay, discarded ones included.
 std::string SamplesCsv(const BenchReport& report);

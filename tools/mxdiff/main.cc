@@ -35,7 +35,7 @@ const Command kCommands[] = {
     {"calibrate", "on a GPU: find which step model this device and build match",
      {"expect", "write", "seed", "warps", "steps"}, mxdiff::cli::CalibrateCommand},
     {"bench", "on a GPU: A/B timing of two arms (default ordinary vs folded) with controls",
-     {"arms", "shapes", "experts", "rows", "tactic", "tune", "naive", "target_pct", "budget_s", "min_effect_us", "min_rounds",
+     {"arms", "shapes", "experts", "rows", "tactic", "tune", "naive", "first_use", "first_use_fallback", "target_pct", "budget_s", "min_effect_us", "min_rounds",
       "max_rounds", "bootstrap", "bench_seed", "sets_mb", "calls", "l2_flush", "warmup", "json", "csv", "ext_model",
       "device"},
      mxdiff::cli::BenchCommand},

@@ -7,7 +7,9 @@
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "kernels/gemm_runner.h"
+#include "kernels/tune_on_first_use.h"
 #include "tools/bench/bench_driver.h"
+#include "tools/bench/layer_bench.h"
 
 namespace mxdiff::bench {
 namespace {
@@ -108,6 +110,89 @@ TEST_F(BenchGpuTest, ExternalKernelArmIsTimedThroughItsHostAbi) {
   EXPECT_TRUE(e.bits_equal) << e.bits_detail;  // the GPU kernel and the reference behind the ABI
   EXPECT_NE(report->timing.find("host calls"), std::string::npos);
   EXPECT_NE(e.b.route.find("ordinary"), std::string::npos);
+}
+
+// --first_use=tune: the naive protocol's A graph holds the generic fallback (captured before the
+// shape was tuned), its B graph the tuner's winner; the sound protocol pins the same tactic in
+// both modes.
+TEST_F(BenchGpuTest, TuneOnFirstUseChangesTheNaiveArmsButNotTheSoundOnes) {
+  const auto tactic_of = [](const std::string& route) {
+    const size_t space = route.find(' ');
+    return route.substr(space + 1, route.find(' ', space + 1) - space - 1);
+  };
+  std::string sound_tactic[2];
+  for (FirstUse mode : {FirstUse::kTable, FirstUse::kTune}) {
+    BenchConfig config = SmallConfig("ordinary,folded");
+    config.naive = true;
+    config.first_use = mode;
+    config.stopping.budget_seconds = 0.5;
+    absl::StatusOr<BenchReport> report = RunBench(config);
+    ASSERT_TRUE(report.ok()) << report.status();
+    const ShapeReport& shape = report->shapes[0];
+    ASSERT_EQ(shape.experiments.size(), 4u) << shape.error;
+    const ExperimentReport& sound = shape.experiments[0];
+    const ExperimentReport& naive = shape.experiments[3];
+    EXPECT_TRUE(naive.error.empty()) << naive.error;
+    EXPECT_TRUE(naive.has_analysis());
+    sound_tactic[int(mode)] = tactic_of(sound.a.route);
+    EXPECT_EQ(tactic_of(sound.b.route), sound_tactic[int(mode)]);
+    if (mode == FirstUse::kTune) {
+      EXPECT_EQ(tactic_of(naive.a.route), TacticName(kGenericTactic)) << naive.a.route;
+      EXPECT_NE(naive.method.find("tuned the shape at its first use"), std::string::npos) << naive.method;
+    } else {
+      EXPECT_EQ(tactic_of(naive.a.route), shape.tactic) << naive.a.route;  // the table's
+    }
+  }
+  EXPECT_EQ(sound_tactic[0], sound_tactic[1]);
+}
+
+// The whole MoE layer, small: sound, swapped, A/A and naive run, the arms agree bit for bit at
+// the layer output, every replay is one layer call; with --first_use=tune the naive A graph
+// holds the generic fallback and B the tuned tactics, while the sound arms' tactics stay.
+TEST_F(BenchGpuTest, LayerBenchOfASmallLayer) {
+  LayerBenchSpec spec;
+  spec.name = "small layer";
+  spec.shape = MoeShape{.hidden = 512, .intermediate = 128, .experts = 16, .top_k = 4, .shared_expert = true};
+  spec.routings = 8;
+  std::string sound_routes[2];
+  for (FirstUse mode : {FirstUse::kTable, FirstUse::kTune}) {
+    BenchConfig config = SmallConfig("ordinary,folded");
+    config.naive = true;
+    config.first_use = mode;
+    config.stopping.budget_seconds = 0.5;
+    absl::StatusOr<ShapeReport> report = RunLayerBench(spec, config);
+    ASSERT_TRUE(report.ok()) << report.status();
+    ASSERT_TRUE(report->error.empty()) << report->error;
+    ASSERT_EQ(report->experiments.size(), 4u);
+    for (const ExperimentReport& e : report->experiments) {
+      EXPECT_TRUE(e.error.empty()) << ProtocolName(e.protocol) << ": " << e.error;
+      EXPECT_TRUE(e.has_analysis()) << ProtocolName(e.protocol);
+      for (const Sample& s : e.result.samples) EXPECT_EQ(s.time.calls, 1);
+    }
+    const ExperimentReport& sound = report->experiments[0];
+    EXPECT_TRUE(sound.bits_equal) << sound.bits_detail;
+    EXPECT_NE(sound.b.route.find("folded"), std::string::npos) << sound.b.route;
+    sound_routes[int(mode)] = sound.a.route;
+    const ExperimentReport& naive = report->experiments[3];
+    if (mode == FirstUse::kTune) {
+      EXPECT_NE(naive.a.route.find(TacticName(kGenericTactic)), std::string::npos) << naive.a.route;
+      EXPECT_NE(naive.method.find("tuned the shape at its first use"), std::string::npos) << naive.method;
+    }
+    EXPECT_NE(report->verdict.verdict, Verdict::kBitMismatch) << report->verdict.message;
+  }
+  EXPECT_EQ(sound_routes[0], sound_routes[1]);
+}
+
+TEST_F(BenchGpuTest, LayerShapeThroughRunBench) {
+  BenchConfig config = SmallConfig("ordinary,folded");
+  config.shapes = {ShapeSpec{"tiny layer", 512, 128, true}};
+  config.stopping.budget_seconds = 0.3;
+  absl::StatusOr<BenchReport> report = RunBench(config);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->shapes.size(), 1u);
+  EXPECT_EQ(report->shapes[0].groups, 257);  // 256 routed + the shared expert
+  EXPECT_EQ(report->shapes[0].calls_per_replay, 1);
+  EXPECT_TRUE(report->shapes[0].error.empty()) << report->shapes[0].error;
 }
 
 }  // namespace

@@ -74,6 +74,44 @@ TEST(BenchSpecTest, Shapes) {
   EXPECT_FALSE(ParseShapes("w2-tp8,").ok());
 }
 
+TEST(BenchSpecTest, LayerShapes) {
+  absl::StatusOr<std::vector<ShapeSpec>> shapes = ParseShapes("layer-tp4,layer-tp8,w2-tp4");
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], (ShapeSpec{"MoE layer PP2xTP4", 4096, 512, true}));
+  EXPECT_EQ((*shapes)[1], (ShapeSpec{"MoE layer TP8", 4096, 256, true}));
+  EXPECT_FALSE((*shapes)[2].layer);
+  EXPECT_FALSE(ParseShapes("layer").ok());
+}
+
+// The shape's verdict from its experiments: a bit difference in the naive protocol is shown but
+// not a verdict; one in the A/A control is; the sound, swapped and A/A differences go to the rule.
+TEST(ShapeVerdictTest, FromExperiments) {
+  auto measured = [](Protocol protocol, double estimate, double low, double high) {
+    ExperimentReport e;
+    e.protocol = protocol;
+    e.bits_checked = true;
+    e.bits_equal = true;
+    e.result.rounds_run = 30;
+    e.result.analysis.difference.estimate = estimate;
+    e.result.analysis.difference.ci = Interval{low, high};
+    return e;
+  };
+  std::vector<ExperimentReport> experiments = {measured(Protocol::kSound, -0.55, -0.56, -0.54),
+                                               measured(Protocol::kSwapped, -0.54, -0.55, -0.53),
+                                               measured(Protocol::kSameArm, -0.009, -0.017, -0.001),
+                                               measured(Protocol::kNaive, -46.0, -46.1, -45.9)};
+  experiments[3].bits_equal = false;
+  experiments[3].bits_detail = "3 elements differ";
+  EXPECT_EQ(ShapeVerdict(experiments, 0, "ordinary", "folded").verdict, Verdict::kFaster);
+  experiments[2].bits_equal = false;
+  experiments[2].bits_detail = "1 element differs";
+  const FinalVerdict mismatch = ShapeVerdict(experiments, 0, "ordinary", "folded");
+  EXPECT_EQ(mismatch.verdict, Verdict::kBitMismatch);
+  EXPECT_NE(mismatch.message.find("a-a: 1 element differs"), std::string::npos) << mismatch.message;
+  experiments.erase(experiments.begin() + 1, experiments.end());  // sound only
+  EXPECT_EQ(ShapeVerdict(experiments, 0, "ordinary", "folded").verdict, Verdict::kIncomplete);
+}
+
 TEST(BitCompareTest, DescribesDifferencesAndUnwrittenElements) {
   const std::vector<uint16_t> a = {0x3C00, 0x4000, 0x4200, 0x4400};
   std::vector<uint16_t> b = a;
@@ -194,6 +232,25 @@ TEST(ReportTest, TableNamesTheVerdictAndTheRow) {
       << table;
   EXPECT_NE(table.find("verdict: folded is faster than ordinary"), std::string::npos);
   EXPECT_NE(table.find("seed 77 (replay with --bench_seed=77)"), std::string::npos);
+}
+
+TEST(ReportTest, ALayerShapeSaysUsPerLayerCall) {
+  BenchReport report = SmallReport();
+  ShapeReport& shape = report.shapes[0];
+  shape.shape = ShapeSpec{"MoE layer PP2xTP4", 4096, 512, true};
+  shape.groups = 257;
+  shape.tactic = "W13 8x128x64/s16/w0, W2 8x128x64/s2/w0";
+  shape.sets = 64;
+  shape.set_bytes = 890000000;
+  shape.calls_per_replay = 1;
+  const std::string table = ReportTable(report);
+  EXPECT_NE(table.find("MoE layer PP2xTP4 (the whole MoE layer: hidden 4096, intermediate 512 per rank, 257 experts, "
+                       "1 token per call): tactics W13 8x128x64/s16/w0, W2 8x128x64/s2/w0 (dispatch table), weights "
+                       "890.0 MB per arm, 64 routings rotating, one layer call per replay (times are us per layer)"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(nlohmann::json::parse(ReportJson(report))["shapes"][0]["layer"], true);
+  EXPECT_EQ(nlohmann::json::parse(ReportJson(SmallReport()))["shapes"][0]["layer"], false);
 }
 
 }  // namespace

@@ -368,6 +368,17 @@ def build_cases(opt, tmp):
                                                 [lambda d, i=i: d["tensors"][i]["file"] for i in range(1)])),
     ]
 
+    # --- bench's runner mode and layer shapes are checked before the GPU is looked for.
+    cases += [
+        Case("bench --first_use=bogus", [mxdiff, "bench", "--first_use=bogus"], 2,
+             [r"^mxdiff bench: (unknown --first_use 'bogus' \(table or tune\)|needs a CUDA build and a GPU)"],
+             check=one_line, timeout=60),
+        Case("bench --shapes=layer-tp4 with an external arm",
+             [mxdiff, "bench", "--shapes=layer-tp4", "--arms=ordinary,ext:/nonexistent.so"], 2,
+             [r"^mxdiff bench: (shape 'MoE layer PP2xTP4' is the whole MoE layer: it times builtin arms only|"
+              r"needs a CUDA build and a GPU)"], check=one_line, timeout=60),
+    ]
+
     # --- the GPU commands on a machine without a GPU: they say so (a CUDA build's runtime says "CUDA
     # driver version is insufficient" where no driver is installed, which reads like an old driver).
     if not has_gpu:
