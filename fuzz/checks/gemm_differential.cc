@@ -9,6 +9,7 @@
 #include "fuzz/driver/coverage_counters.h"
 #include "kernels/gemm_runner.h"
 #include "reference/admission.h"
+#include "reference/decode_shapes.h"
 #include "reference/reference_gemm.h"
 #include "reference/scale_class.h"
 #include "reference/split_plan.h"
@@ -68,28 +69,118 @@ const CheckVerdict* CaseEvaluation::FirstFinding() const {
   return nullptr;
 }
 
-GemmDifferential::GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules)
-    : modules_(std::move(modules)) {}
+GemmDifferential::GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules,
+                                   std::unique_ptr<ReferenceOracle> device_oracle, OracleSettings settings)
+    : modules_(std::move(modules)), device_oracle_(std::move(device_oracle)), settings_(settings) {}
 
-absl::StatusOr<const std::vector<uint16_t>*> GemmDifferential::Reference(const FuzzCase& c, Transform transform,
-                                                                        StepModel model, const Tactic& tactic) {
+ShapeClass ShapeClassOf(const FuzzCase& c) {
+  const double work = double(c.rows()) * double(c.n) * double(c.k);
+  if (work <= double(1 << 22)) return ShapeClass::kSmall;
+  bool decode_shape = false;
+  for (const DecodeShape& shape : kDecodeShapes) decode_shape |= shape.n == c.n && shape.k == c.k;
+  int experts_with_rows = 0, most_rows = 0;
+  for (int g = 0; g < c.groups; ++g) {
+    const int rows = c.row_offsets[g + 1] - c.row_offsets[g];
+    experts_with_rows += rows > 0;
+    most_rows = std::max(most_rows, rows);
+  }
+  const bool decode = decode_shape && c.groups <= kRoutedExperts && experts_with_rows <= kDecodeTopK && most_rows <= 8;
+  return decode ? ShapeClass::kDecode : ShapeClass::kHuge;
+}
+
+bool CpuCheckSampled(const FuzzCase& c, int every) {
+  if (every <= 1) return true;
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the encoding, then a SplitMix64 finalizer
+  auto mix = [&](const uint8_t* bytes, size_t size) {
+    for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  };
+  if (absl::StatusOr<std::vector<uint8_t>> encoded = EncodeCase(c); encoded.ok()) {
+    mix(encoded->data(), encoded->size());
+  } else {  // not encodable (a payload over the format's limit): its materialized tensors
+    mix(reinterpret_cast<const uint8_t*>(c.activations.data()), c.activations.size() * sizeof(uint16_t));
+    mix(c.packed_codes.data(), c.packed_codes.size());
+    mix(c.scale_bytes.data(), c.scale_bytes.size());
+  }
+  hash = (hash ^ (hash >> 30)) * 0xbf58476d1ce4e5b9ull;
+  hash = (hash ^ (hash >> 27)) * 0x94d049bb133111ebull;
+  hash ^= hash >> 31;
+  return hash % uint64_t(every) == 0;
+}
+
+absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(const FuzzCase& c, Transform transform,
+                                                                            StepModel model, const Tactic& tactic,
+                                                                            CaseEvaluation& evaluation,
+                                                                            bool cpu_only) {
   // On an admitted layer both transforms dequantize every weight to the same bits (that is
   // what admission means), so the folded reference is the ordinary one: computed once.
   if (transform == Transform::kFolded && layer_admitted_) transform = Transform::kOrdinary;
   const ReferenceKey key{transform, model, tactic.cta_k, effective_splits(c.k, tactic.cta_k, tactic.splits)};
   auto found = reference_cache_.find(key);
-  if (found != reference_cache_.end()) return &found->second;
-  ReferenceOptions options;
-  options.transform = transform;
-  options.model = model;
-  options.tactic.cta_k = tactic.cta_k;
-  options.tactic.splits = tactic.splits;
-  std::vector<uint16_t> output;
-  if (absl::Status status = ReferenceGemm(c.Problem(), options, output); !status.ok()) return status;
-  return &reference_cache_.emplace(key, std::move(output)).first->second;
+  if (found != reference_cache_.end()) {
+    if (cpu_only && found->second.unconfirmed) {
+      if (absl::Status status = ConfirmOnCpu(c, found->second, evaluation); !status.ok()) return status;
+    }
+    return &found->second;
+  }
+  ReferenceBits entry;
+  entry.options.transform = transform;
+  entry.options.model = model;
+  entry.options.tactic.cta_k = tactic.cta_k;
+  entry.options.tactic.splits = tactic.splits;
+  if (case_.large && !cpu_only) {
+    const absl::Status status = device_oracle_->Gemm(c.Problem(), entry.options, entry.bits);
+    if (status.ok()) {
+      case_.on_device = true;
+      entry.unconfirmed = true;
+      ReferenceBits& stored = reference_cache_.emplace(key, std::move(entry)).first->second;
+      if (case_.sampled) {
+        if (absl::Status confirmed = ConfirmOnCpu(c, stored, evaluation); !confirmed.ok()) return confirmed;
+      }
+      return &stored;
+    }
+    // Never a skipped check and never a finding: the case goes to the CPU reference.
+    (status.code() == absl::StatusCode::kResourceExhausted ? case_.refused : case_.fell_back) = true;
+    last_fallback_ = status.ToString();
+    entry.bits.clear();
+  }
+  case_.on_cpu = true;
+  if (absl::Status status = ReferenceGemm(c.Problem(), entry.options, entry.bits); !status.ok()) return status;
+  return &reference_cache_.emplace(key, std::move(entry)).first->second;
 }
 
-CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c) {
+absl::Status GemmDifferential::ConfirmOnCpu(const FuzzCase& c, ReferenceBits& entry, CaseEvaluation& evaluation) {
+  std::vector<uint16_t> cpu;
+  if (absl::Status status = ReferenceGemm(c.Problem(), entry.options, cpu); !status.ok()) return status;
+  case_.cpu_checked = true;
+  entry.unconfirmed = false;
+  size_t differ = 0, first = cpu.size();
+  for (size_t i = 0; i < cpu.size() && i < entry.bits.size(); ++i) {
+    if (cpu[i] == entry.bits[i]) continue;
+    first = std::min(first, i);
+    ++differ;
+  }
+  CheckResult finding;
+  if (cpu.size() != entry.bits.size() || differ > 0) {
+    ++counters_.oracle_disagreements;
+    const size_t at = first < cpu.size() ? first : 0;
+    finding = Finding{
+        "oracle/device-vs-cpu",
+        cpu.size() != entry.bits.size()
+            ? fmt::format("the {} gave {} output elements, the CPU reference {}", device_oracle_->name(),
+                          entry.bits.size(), cpu.size())
+            : fmt::format("the {} ({} {}, cta_k {}, splits {}) differs from the CPU reference in {} of {} "
+                          "elements; the first, [{}][{}]: 0x{:04x}, the CPU reference says 0x{:04x} ({})",
+                          device_oracle_->name(), TransformName(entry.options.transform),
+                          StepModelName(entry.options.model), entry.options.tactic.cta_k,
+                          entry.options.tactic.splits, differ, cpu.size(), at / size_t(c.n), at % size_t(c.n),
+                          entry.bits[at], cpu[at], F16DistanceText(entry.bits[at], cpu[at]))};
+  }
+  evaluation.verdicts.push_back({kCheckNames[kDeviceVsCpuCheck], device_oracle_->name(), std::move(finding)});
+  entry.bits = std::move(cpu);  // the kernels are judged on the CPU's bits
+  return absl::OkStatus();
+}
+
+CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c, CaseEvaluation& evaluation) {
   // The GPU side's oracle is only as good as its determinism across thread counts.
   layer_admitted_ = false;  // compute both transforms here
   for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
@@ -100,12 +191,12 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c) {
     options.threads = 1;
     std::vector<uint16_t> single;
     absl::Status status = ReferenceGemm(c.Problem(), options, single);
-    absl::StatusOr<const std::vector<uint16_t>*> multi = Reference(c, transform, c.model, c.tactic);
+    absl::StatusOr<ReferenceBits*> multi = Reference(c, transform, c.model, c.tactic, evaluation, /*cpu_only=*/true);
     if (!status.ok() || !multi.ok()) {
       return Finding{"reference/rejected-valid-case",
                      fmt::format("ReferenceGemm: {}", status.ok() ? multi.status().ToString() : status.ToString())};
     }
-    if (single != **multi) {
+    if (single != (*multi)->bits) {
       return Finding{fmt::format("nondeterminism/reference/{}", TransformName(transform)),
                      "the reference gives different bits single-threaded and multi-threaded"};
     }
@@ -140,6 +231,13 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   if (!run.route.ok() && run.route.status().code() == absl::StatusCode::kUnimplemented) {
     run.unsupported = true;
     ++runs_unsupported_;
+    return true;
+  }
+  // Out of device memory for this case: a refused case, never a kernel finding.
+  if (!run.route.ok() && run.route.status().code() == absl::StatusCode::kResourceExhausted &&
+      (run.expected.ok() || run.expected.status().code() != absl::StatusCode::kResourceExhausted)) {
+    run.unsupported = true;
+    ++counters_.runs_refused;
     return true;
   }
 
@@ -188,12 +286,17 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   if (!verdict(kCheckNames[kWrittenCheck], std::nullopt)) return false;
 
   // bits
-  absl::StatusOr<const std::vector<uint16_t>*> reference = Reference(c, route.variant, run.model, route.tactic);
+  absl::StatusOr<ReferenceBits*> reference = Reference(c, route.variant, run.model, route.tactic, evaluation);
+  if (reference.ok() && (*reference)->unconfirmed && (*reference)->bits != run.output) {
+    // A kernel is never judged on the device oracle's word alone: the CPU reference first.
+    if (absl::Status status = ConfirmOnCpu(c, **reference, evaluation); !status.ok()) reference = status;
+  }
   if (!reference.ok()) {
     return verdict(kCheckNames[kBitsCheck], Finding{"reference/rejected-valid-case",
                                    fmt::format("ReferenceGemm: {}", reference.status().ToString())});
   }
-  run.reference = **reference;
+  run.reference = (*reference)->bits;
+  counters_.elements_compared += elements;
   for (size_t i = 0; i < elements; ++i) {
     if (run.output[i] == run.reference[i]) continue;
     const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
@@ -235,6 +338,25 @@ bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
 }
 
 CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
+  const double work = double(c.rows()) * double(c.n) * double(c.k);
+  case_ = CaseOracle{};
+  case_.large = device_oracle_ != nullptr && settings_.cpu_check_every > 0 && work > settings_.device_above_work;
+  case_.sampled = case_.large && CpuCheckSampled(c, settings_.cpu_check_every);
+  CaseEvaluation evaluation = EvaluateAll(c);
+  ++counters_.cases;
+  ++counters_.cases_by_shape[size_t(ShapeClassOf(c))];
+  if (case_.on_device) {
+    ++counters_.cases_device;
+    counters_.cases_cpu_checked += case_.cpu_checked;
+  } else if (case_.on_cpu) {
+    ++counters_.cases_cpu;
+  }
+  counters_.device_fallbacks += case_.fell_back;
+  counters_.device_refused += case_.refused;
+  return evaluation;
+}
+
+CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
   reference_cache_.clear();
   CaseEvaluation evaluation;
   const LayerAdmission admission = AdmitLayer(c.scale_bytes);  // once: a 256-expert layer has 32 MB of scales
@@ -263,7 +385,11 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   if (differ) return evaluation;
   if (any_ran) ++cases_compared_;
   const double work = double(c.rows()) * double(c.n) * double(c.k);
-  if (!any_ran || work <= kCpuSideWork) evaluation.verdicts.push_back({kCheckNames[kCpuSideCheck], "", CheckCpuSide(c)});
+  // The CPU reference's own determinism, on the cases it judges (large ones take too long).
+  if (!any_ran || (work <= kCpuSideWork && !case_.large)) {
+    CheckResult finding = CheckCpuSide(c, evaluation);
+    evaluation.verdicts.push_back({kCheckNames[kCpuSideCheck], "", std::move(finding)});
+  }
   return evaluation;
 }
 
