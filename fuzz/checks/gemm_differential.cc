@@ -204,137 +204,146 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c, CaseEvaluation& ev
   return std::nullopt;
 }
 
-bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, const LayerAdmission& admission,
-                                      CaseEvaluation& evaluation) {
-  const size_t elements = size_t(c.rows()) * size_t(c.n);
-  ModuleRun& run = evaluation.runs.emplace_back();
-  run.module = module.name();
-  run.tactic = module.MapTactic(c);
-  run.model = module.model().value_or(c.model);
-  run.expected = module.ExpectedRoute(c, run.tactic, admission);
-  run.output.assign(elements, kOutputPoison);
-  run.route = module.Run(c, run.tactic, run.output);
-  const std::string& name = run.module;
-  auto verdict = [&](std::string_view check, CheckResult finding) {
-    evaluation.verdicts.push_back({check, name, std::move(finding)});
-    return !evaluation.verdicts.back().finding.has_value();
-  };
-  auto health = [&]() {
-    const absl::Status status = module.CheckHealth();
-    return verdict(kCheckNames[kHealthCheck], status.ok() ? CheckResult() : Finding{fmt::format("cuda-error/{}", name),
-                                                                   fmt::format("{} left the device unhealthy after "
-                                                                               "tactic {}: {}",
-                                                                               name, TacticName(run.tactic),
-                                                                               status.ToString())});
-  };
-  if (!health()) return false;
-  if (!run.route.ok() && run.route.status().code() == absl::StatusCode::kUnimplemented) {
-    run.unsupported = true;
-    ++runs_unsupported_;
-    return true;
-  }
-  // Out of device memory for this case: a refused case, never a kernel finding.
-  if (!run.route.ok() && run.route.status().code() == absl::StatusCode::kResourceExhausted &&
-      (run.expected.ok() || run.expected.status().code() != absl::StatusCode::kResourceExhausted)) {
-    run.unsupported = true;
-    ++counters_.runs_refused;
-    return true;
-  }
+CheckResult GemmDifferential::CheckHealth(GemmModule& module, const ModuleRun& run) {
+  const absl::Status status = module.CheckHealth();
+  if (status.ok()) return std::nullopt;
+  return Finding{fmt::format("cuda-error/{}", run.module),
+                 fmt::format("{} left the device unhealthy after tactic {}: {}", run.module, TacticName(run.tactic),
+                             status.ToString())};
+}
 
-  // route
+CheckResult GemmDifferential::CheckRoute(const FuzzCase& c, const ModuleRun& run, const LayerAdmission& admission) {
+  const std::string& name = run.module;
   if (!run.route.ok() || !run.expected.ok()) {
     if (!run.route.ok() && !run.expected.ok() && run.route.status().code() == run.expected.status().code()) {
       const bool untouched = std::all_of(run.output.begin(), run.output.end(),
                                          [](uint16_t bits) { return bits == kOutputPoison; });
-      if (!verdict(kCheckNames[kRouteCheck], untouched ? CheckResult()
-                                      : Finding{fmt::format("route/{}/output-written-on-error", name),
-                                                fmt::format("{} failed ({}) but wrote the output", name,
-                                                            run.route.status().ToString())})) {
-        return false;
+      if (!untouched) {
+        return Finding{fmt::format("route/{}/output-written-on-error", name),
+                       fmt::format("{} failed ({}) but wrote the output", name, run.route.status().ToString())};
       }
       CountRouteError(c.request, c.policy, run.route.status().code());
-      return true;
+      return std::nullopt;
     }
-    return verdict(kCheckNames[kRouteCheck], Finding{fmt::format("route/{}/{}", name,
-                                                run.route.ok() ? "ran-where-it-must-fail" : "unexpected-error"),
-                                    fmt::format("{} with tactic {}: got {}, expected {}", name,
-                                                TacticName(run.tactic), RouteOrError(run.route),
-                                                RouteOrError(run.expected))});
+    return Finding{fmt::format("route/{}/{}", name, run.route.ok() ? "ran-where-it-must-fail" : "unexpected-error"),
+                   fmt::format("{} with tactic {}: got {}, expected {}", name, TacticName(run.tactic),
+                               RouteOrError(run.route), RouteOrError(run.expected))};
   }
   CountRoute(*run.route);
   if (run.route->variant == Transform::kFolded && !admission.admitted) {
-    return verdict(kCheckNames[kRouteCheck], Finding{"route/folded-on-refused",
-                                    fmt::format("{} ran folded on a refused layer: {}", name, admission.Describe())});
+    return Finding{"route/folded-on-refused",
+                   fmt::format("{} ran folded on a refused layer: {}", name, admission.Describe())};
   }
   if (*run.route != *run.expected) {
-    return verdict(kCheckNames[kRouteCheck], Finding{fmt::format("route/{}/{}-instead-of-{}", name, RouteReasonName(run.route->reason),
-                                                RouteReasonName(run.expected->reason)),
-                                    fmt::format("{} reported route {}, the dispatch rules demand {}", name,
-                                                DescribeRoute(*run.route), DescribeRoute(*run.expected))});
+    return Finding{fmt::format("route/{}/{}-instead-of-{}", name, RouteReasonName(run.route->reason),
+                               RouteReasonName(run.expected->reason)),
+                   fmt::format("{} reported route {}, the dispatch rules demand {}", name, DescribeRoute(*run.route),
+                               DescribeRoute(*run.expected))};
   }
-  if (!verdict(kCheckNames[kRouteCheck], std::nullopt)) return false;
+  return std::nullopt;
+}
 
-  // written
+namespace {
+
+bool Unwritten(uint16_t bits) { return bits == kOutputPoison || bits == kRunnerOutputPoison; }
+
+}  // namespace
+
+CheckResult GemmDifferential::CheckWritten(const FuzzCase& c, const ModuleRun& run) {
   const Route& route = *run.route;
-  for (size_t i = 0; i < elements; ++i) {
-    if (run.output[i] == kOutputPoison || run.output[i] == kRunnerOutputPoison) {
-      return verdict(kCheckNames[kWrittenCheck], Finding{fmt::format("no-launch/{}/{}", name, TacticSignature(c, route.tactic)),
-                                        fmt::format("{} returned route {} but left element {} (of {}) unwritten",
-                                                    name, DescribeRoute(route), i, elements)});
-    }
-  }
-  if (!verdict(kCheckNames[kWrittenCheck], std::nullopt)) return false;
+  const auto unwritten = std::find_if(run.output.begin(), run.output.end(), Unwritten);
+  if (unwritten == run.output.end()) return std::nullopt;
+  return Finding{fmt::format("no-launch/{}/{}", run.module, TacticSignature(c, route.tactic)),
+                 fmt::format("{} returned route {} but left element {} (of {}) unwritten", run.module,
+                             DescribeRoute(route), unwritten - run.output.begin(), run.output.size())};
+}
 
-  // bits
+// Every written element against the reference of the route that ran (unwritten ones are `written`'s).
+CheckResult GemmDifferential::CheckBits(const FuzzCase& c, ModuleRun& run, CaseEvaluation& evaluation) {
+  const Route& route = *run.route;
   absl::StatusOr<ReferenceBits*> reference = Reference(c, route.variant, run.model, route.tactic, evaluation);
   if (reference.ok() && (*reference)->unconfirmed && (*reference)->bits != run.output) {
     // A kernel is never judged on the device oracle's word alone: the CPU reference first.
     if (absl::Status status = ConfirmOnCpu(c, **reference, evaluation); !status.ok()) reference = status;
   }
   if (!reference.ok()) {
-    return verdict(kCheckNames[kBitsCheck], Finding{"reference/rejected-valid-case",
-                                   fmt::format("ReferenceGemm: {}", reference.status().ToString())});
+    return Finding{"reference/rejected-valid-case", fmt::format("ReferenceGemm: {}", reference.status().ToString())};
   }
   run.reference = (*reference)->bits;
-  counters_.elements_compared += elements;
-  for (size_t i = 0; i < elements; ++i) {
-    if (run.output[i] == run.reference[i]) continue;
+  counters_.elements_compared += run.output.size();
+  for (size_t i = 0; i < run.output.size(); ++i) {
+    if (run.output[i] == run.reference[i] || Unwritten(run.output[i])) continue;
     const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
-    return verdict(
-        kCheckNames[kBitsCheck],
-        Finding{fmt::format("mismatch/{}{}/{}/{}", name == TransformName(route.variant) ? "" : name + "/",
-                            TransformName(route.variant), TacticSignature(c, route.tactic),
-                            ScaleClassOfColumn(c, row, column)),
-                fmt::format("{}: element [{}][{}] is 0x{:04x} ({}), the reference ({} {}) says 0x{:04x} ({}), "
-                            "{}; route {}",
-                            name, row, column, run.output[i], f16_to_f32(run.output[i]), TransformName(route.variant),
-                            StepModelName(run.model), run.reference[i], f16_to_f32(run.reference[i]),
-                            F16DistanceText(run.output[i], run.reference[i]), DescribeRoute(route))});
+    const std::string& name = run.module;
+    return Finding{fmt::format("mismatch/{}{}/{}/{}", name == TransformName(route.variant) ? "" : name + "/",
+                               TransformName(route.variant), TacticSignature(c, route.tactic),
+                               ScaleClassOfColumn(c, row, column)),
+                   fmt::format("{}: element [{}][{}] is 0x{:04x} ({}), the reference ({} {}) says 0x{:04x} ({}), "
+                               "{}; route {}",
+                               name, row, column, run.output[i], f16_to_f32(run.output[i]),
+                               TransformName(route.variant), StepModelName(run.model), run.reference[i],
+                               f16_to_f32(run.reference[i]), F16DistanceText(run.output[i], run.reference[i]),
+                               DescribeRoute(route))};
   }
-  if (!verdict(kCheckNames[kBitsCheck], std::nullopt)) return false;
+  return std::nullopt;
+}
 
-  // determinism: another tile order where the module has one, else the same launch again
+// The case again in another tile order where the module has one, else the same launch again.
+CheckResult GemmDifferential::CheckDeterminism(const FuzzCase& c, GemmModule& module, const ModuleRun& run) {
+  const Route& route = *run.route;
+  const size_t elements = run.output.size();
   const Tactic again_tactic = module.ReorderedTactic(run.tactic).value_or(run.tactic);
   std::vector<uint16_t> second(elements, kOutputPoison);
   absl::StatusOr<Route> again = module.Run(c, again_tactic, second);
-  if (!again.ok() || !SameRouteButSwizzle(*again, route) || second != run.output) {
-    size_t first_difference = 0;
-    while (first_difference < elements && second[first_difference] == run.output[first_difference]) {
-      ++first_difference;
-    }
-    return verdict(kCheckNames[kDeterminismCheck],
-                   Finding{fmt::format("nondeterminism/{}/{}", name, TacticSignature(c, route.tactic)),
-                           fmt::format("{}: the case again with tactic {} gave {}", name, TacticName(again_tactic),
-                                       !again.ok()                       ? again.status().ToString()
-                                       : !SameRouteButSwizzle(*again, route) ? "route " + DescribeRoute(*again)
-                                                                         : fmt::format("element {}: 0x{:04x}, "
-                                                                                       "first run 0x{:04x}",
-                                                                                       first_difference,
-                                                                                       second[first_difference],
-                                                                                       run.output[first_difference]))});
+  if (again.ok() && SameRouteButSwizzle(*again, route) && second == run.output) return std::nullopt;
+  size_t first_difference = 0;
+  while (first_difference < elements && second[first_difference] == run.output[first_difference]) {
+    ++first_difference;
   }
-  if (!verdict(kCheckNames[kDeterminismCheck], std::nullopt)) return false;
-  return health();
+  return Finding{fmt::format("nondeterminism/{}/{}", run.module, TacticSignature(c, route.tactic)),
+                 fmt::format("{}: the case again with tactic {} gave {}", run.module, TacticName(again_tactic),
+                             !again.ok()                           ? again.status().ToString()
+                             : !SameRouteButSwizzle(*again, route) ? "route " + DescribeRoute(*again)
+                                                                   : fmt::format("element {}: 0x{:04x}, first run "
+                                                                                 "0x{:04x}",
+                                                                                 first_difference,
+                                                                                 second[first_difference],
+                                                                                 run.output[first_difference]))};
+}
+
+// Runs the module once and every check that has something to look at; every verdict is kept.
+void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, const LayerAdmission& admission,
+                                      CaseEvaluation& evaluation) {
+  ModuleRun& run = evaluation.runs.emplace_back();
+  run.module = module.name();
+  run.tactic = module.MapTactic(c);
+  run.model = module.model().value_or(c.model);
+  run.expected = module.ExpectedRoute(c, run.tactic, admission);
+  run.output.assign(size_t(c.rows()) * size_t(c.n), kOutputPoison);
+  run.route = module.Run(c, run.tactic, run.output);
+  auto verdict = [&](size_t check, CheckResult finding) {
+    evaluation.verdicts.push_back({kCheckNames[check], run.module, std::move(finding)});
+  };
+  verdict(kHealthCheck, CheckHealth(module, run));
+  const absl::StatusCode code = run.route.status().code();
+  if (code == absl::StatusCode::kUnimplemented) {
+    run.unsupported = true;
+    ++runs_unsupported_;
+    return;
+  }
+  // Out of device memory for this case: a refused case, never a kernel finding.
+  if (code == absl::StatusCode::kResourceExhausted && run.expected.status().code() != code) {
+    run.unsupported = true;
+    ++counters_.runs_refused;
+    return;
+  }
+  verdict(kRouteCheck, CheckRoute(c, run, admission));
+  if (!run.route.ok()) return;  // no route ran: nothing was written to compare
+  verdict(kWrittenCheck, CheckWritten(c, run));
+  CheckResult bits = CheckBits(c, run, evaluation);  // may record device-vs-cpu verdicts first
+  verdict(kBitsCheck, std::move(bits));
+  verdict(kDeterminismCheck, CheckDeterminism(c, module, run));
+  verdict(kHealthCheck, CheckHealth(module, run));
 }
 
 CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
@@ -361,9 +370,7 @@ CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
   CaseEvaluation evaluation;
   const LayerAdmission admission = AdmitLayer(c.scale_bytes);  // once: a 256-expert layer has 32 MB of scales
   layer_admitted_ = admission.admitted;
-  for (const std::unique_ptr<GemmModule>& module : modules_) {
-    if (!EvaluateModule(c, *module, admission, evaluation)) return evaluation;
-  }
+  for (const std::unique_ptr<GemmModule>& module : modules_) EvaluateModule(c, *module, admission, evaluation);
   bool any_ran = false;
   const std::vector<uint16_t>* ordinary_bits = nullptr;
   const std::vector<uint16_t>* folded_bits = nullptr;
@@ -382,7 +389,6 @@ CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
        differ ? CheckResult(Finding{"mismatch/ordinary-vs-folded",
                                     "ordinary and folded kernels differ on an admitted layer"})
               : std::nullopt});
-  if (differ) return evaluation;
   if (any_ran) ++cases_compared_;
   const double work = double(c.rows()) * double(c.n) * double(c.k);
   // The CPU reference's own determinism, on the cases it judges (large ones take too long).

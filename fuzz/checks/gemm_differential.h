@@ -95,7 +95,7 @@ struct ModuleRun {
 };
 
 struct CaseEvaluation {
-  std::vector<CheckVerdict> verdicts;  // in the order run; stops after the first finding
+  std::vector<CheckVerdict> verdicts;  // in the order run; every check runs, every finding is kept
   std::vector<ModuleRun> runs;
   const CheckVerdict* FirstFinding() const;
 };
@@ -106,7 +106,8 @@ class GemmDifferential {
   explicit GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules,
                             std::unique_ptr<ReferenceOracle> device_oracle = nullptr, OracleSettings settings = {});
 
-  // Runs the checks, stopping at the first finding.
+  // Runs every module and every named check; each verdict is kept (a check whose input is
+  // missing, e.g. the bits of a run that returned an error, is not run).
   CaseEvaluation Evaluate(const FuzzCase& fuzz_case);
   CheckResult CheckCase(const FuzzCase& fuzz_case);
   // Every module's state across cases dropped (GemmModule::ForgetState).
@@ -142,9 +143,14 @@ class GemmDifferential {
   absl::Status ConfirmOnCpu(const FuzzCase& fuzz_case, ReferenceBits& entry, CaseEvaluation& evaluation);
   CheckResult CheckCpuSide(const FuzzCase& fuzz_case, CaseEvaluation& evaluation);
   CaseEvaluation EvaluateAll(const FuzzCase& fuzz_case);
-  // Runs the module and its checks; false when a finding stopped the evaluation.
-  bool EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,
+  // Runs the module and its checks (below), each a function of its own.
+  void EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,
                       CaseEvaluation& evaluation);
+  CheckResult CheckHealth(GemmModule& module, const ModuleRun& run);
+  CheckResult CheckRoute(const FuzzCase& fuzz_case, const ModuleRun& run, const LayerAdmission& admission);
+  CheckResult CheckWritten(const FuzzCase& fuzz_case, const ModuleRun& run);
+  CheckResult CheckBits(const FuzzCase& fuzz_case, ModuleRun& run, CaseEvaluation& evaluation);
+  CheckResult CheckDeterminism(const FuzzCase& fuzz_case, GemmModule& module, const ModuleRun& run);
 
   std::vector<std::unique_ptr<GemmModule>> modules_;
   std::map<ReferenceKey, ReferenceBits> reference_cache_;

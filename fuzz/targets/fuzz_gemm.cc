@@ -91,7 +91,7 @@ void Initialize(std::span<const std::string_view> args) {
   RunKnownCases();
 }
 
-// The findings of the differential's named checks (kCheckNames; its evaluation stops at the first).
+// The findings of the differential's named checks (kCheckNames): every check runs, every finding is kept.
 std::vector<Finding> Evaluate(const FuzzCase& c) {
   std::vector<Finding> findings;
   for (const CheckVerdict& verdict : differential->Evaluate(c).verdicts) {

@@ -116,8 +116,39 @@ TEST(GemmChecks, EachPlantedDefectIsCaughtByItsCheck) {
     EXPECT_EQ(finding->check, e.check);
     EXPECT_EQ(finding->module, "fake");
     EXPECT_EQ(finding->finding->signature.rfind(e.signature_prefix, 0), 0u) << finding->finding->signature;
-    EXPECT_EQ(&evaluation.verdicts.back(), finding) << "the evaluation stops at the first finding";
+    // Every check ran all the same (the evaluation never stops at a finding).
+    std::vector<std::string_view> checks;
+    for (const CheckVerdict& verdict : evaluation.verdicts) checks.push_back(verdict.check);
+    EXPECT_EQ(checks, (std::vector<std::string_view>{"health", "route", "written", "bits", "determinism", "health",
+                                                     "cross-module", "cpu-side"}))
+        << e.check;
   }
+}
+
+TEST(GemmChecks, EveryModuleAndEveryCheckRunsAndEveryFindingIsKept) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kFlipBit));
+  modules.push_back(std::make_unique<FakeModule>(Defect::kWrongReason));
+  modules.push_back(std::make_unique<FakeModule>(Defect::kDependsOnTileOrder));
+  GemmDifferential differential(std::move(modules));
+  const CaseEvaluation evaluation = differential.Evaluate(DecodeShapedCase());
+  std::vector<std::string> signatures;
+  for (const CheckVerdict& verdict : evaluation.verdicts) {
+    if (verdict.finding) signatures.push_back(std::string(verdict.check) + " " + verdict.finding->signature);
+  }
+  ASSERT_EQ(signatures.size(), 3u);
+  EXPECT_EQ(signatures[0].rfind("bits mismatch/fake/ordinary/16x128x32/s2/", 0), 0u) << signatures[0];
+  EXPECT_EQ(signatures[1], "route route/fake/folded-missing-instead-of-ordinary-requested");
+  EXPECT_EQ(signatures[2], "determinism nondeterminism/fake/16x128x32/s2");
+  EXPECT_EQ(evaluation.runs.size(), 3u);
+  EXPECT_EQ(evaluation.FirstFinding()->finding->signature.rfind("mismatch/fake/", 0), 0u);
+  // The unwritten element is `written`'s alone, not also a bits mismatch.
+  std::vector<std::unique_ptr<GemmModule>> skipping;
+  skipping.push_back(std::make_unique<FakeModule>(Defect::kSkipLastElement));
+  GemmDifferential skipped(std::move(skipping));
+  size_t findings = 0;
+  for (const CheckVerdict& verdict : skipped.Evaluate(DecodeShapedCase()).verdicts) findings += verdict.finding.has_value();
+  EXPECT_EQ(findings, 1u);
 }
 
 TEST(KnownCases, AreValidAndDeterministic) {
