@@ -88,6 +88,15 @@ ShapeClass ShapeClassOf(const FuzzCase& c) {
   return decode ? ShapeClass::kDecode : ShapeClass::kHuge;
 }
 
+std::string CountersText(const DifferentialCounters& n) {
+  return fmt::format(
+      "cases {}\nsmall {}\ndecode {}\nhuge {}\nelements {}\ncpu {}\ndevice {}\ncpu_checked {}\nfallbacks {}\n"
+      "refused {}\ndisagreements {}\nruns_refused {}\n",
+      n.cases, n.cases_by_shape[0], n.cases_by_shape[1], n.cases_by_shape[2], n.elements_compared, n.cases_cpu,
+      n.cases_device, n.cases_cpu_checked, n.device_fallbacks, n.device_refused, n.oracle_disagreements,
+      n.runs_refused);
+}
+
 bool CpuCheckSampled(const FuzzCase& c, int every) {
   if (every <= 1) return true;
   uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the encoding, then a SplitMix64 finalizer

@@ -167,6 +167,10 @@ class GemmDifferential {
   size_t runs_unsupported_ = 0;
 };
 
+// The counters as the stats file fuzz_gemm writes (MXDIFF_STATS_FILE) and the campaign reads
+// (tools/campaign/campaign_stats.py): one "name value" line each, in a fixed order.
+std::string CountersText(const DifferentialCounters& counters);
+
 // The most unusual class (reference/scale_class.h) among the scale bytes of the weight column
 // behind an output element (the signature's last part).
 std::string ScaleClassOfColumn(const FuzzCase& fuzz_case, int row, int column);

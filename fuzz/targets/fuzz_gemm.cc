@@ -6,8 +6,12 @@
 // Without a GPU and without an external module the CPU side of every case still runs.
 // The reference of a large case comes from the device reference where there is one, checked on the
 // CPU for 1 in `--cpu-check-every=N` of them (MXDIFF_CPU_CHECK_EVERY; default 16; 1: every one;
-// 0: no device reference, every case on the CPU).
+// 0: no device reference, every case on the CPU). MXDIFF_STATS_FILE=PATH: the counters of what was
+// compared (cases per shape class, output elements, CPU- and device-judged cases, fallbacks),
+// rewritten once a second, for the campaign's report.
 #include <charconv>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <memory>
@@ -38,6 +42,26 @@ void RunKnownCases() {
       absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(known);
       ReportFindingAndAbort("fuzz_gemm", bytes.ok() ? *bytes : std::vector<uint8_t>{}, confirmed);
     }
+  }
+}
+
+// MXDIFF_STATS_FILE: the differential's counters (CountersText) and the seconds since the first
+// case, rewritten at most once a second and at exit (write, then rename: a reader never sees half).
+void WriteStats(bool now) {
+  static const char* path = std::getenv("MXDIFF_STATS_FILE");
+  static const auto started = std::chrono::steady_clock::now();
+  static auto last = started;
+  if (path == nullptr || *path == '\0' || differential == nullptr) return;
+  const auto clock = std::chrono::steady_clock::now();
+  if (!now && clock - last < std::chrono::seconds(1)) return;
+  last = clock;
+  const std::string temporary = std::string(path) + ".tmp";
+  if (std::FILE* file = std::fopen(temporary.c_str(), "w")) {
+    fmt::print(file, "{}device_oracle {:d}\nseconds {:.1f}\n", CountersText(differential->counters()),
+               differential->device_oracle() != nullptr,
+               std::chrono::duration<double>(clock - started).count());
+    std::fclose(file);
+    std::rename(temporary.c_str(), path);
   }
 }
 
@@ -88,6 +112,7 @@ void Initialize(std::span<const std::string_view> args) {
     fmt::print(stderr, "fuzz_gemm: oracle: the CPU reference for every case (--cpu-check-every=0)\n");
   }
   differential = std::make_unique<GemmDifferential>(std::move(loaded->modules), std::move(device_oracle), settings);
+  std::atexit([] { WriteStats(true); });
   RunKnownCases();
 }
 
@@ -97,6 +122,7 @@ std::vector<Finding> Evaluate(const FuzzCase& c) {
   for (const CheckVerdict& verdict : differential->Evaluate(c).verdicts) {
     if (verdict.finding) findings.push_back(*verdict.finding);
   }
+  WriteStats(false);
   return findings;
 }
 
