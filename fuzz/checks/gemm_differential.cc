@@ -147,10 +147,17 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
       }
       return &stored;
     }
-    // Never a skipped check and never a finding: the case goes to the CPU reference.
+    // Never a skipped check: the case goes to the CPU reference. No device or no memory is no
+    // finding; any other CUDA error is the oracle's own (a sticky one must not be blamed on a kernel).
     (status.code() == absl::StatusCode::kResourceExhausted ? case_.refused : case_.fell_back) = true;
     last_fallback_ = status.ToString();
     entry.bits.clear();
+    if (status.code() == absl::StatusCode::kInternal) {
+      evaluation.verdicts.push_back({kCheckNames[kDeviceVsCpuCheck], device_oracle_->name(),
+                                     Finding{"oracle/device-error", fmt::format("the {} failed: {}",
+                                                                                device_oracle_->name(),
+                                                                                status.ToString())}});
+    }
   }
   case_.on_cpu = true;
   if (absl::Status status = ReferenceGemm(c.Problem(), entry.options, entry.bits); !status.ok()) return status;

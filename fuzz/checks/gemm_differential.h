@@ -11,7 +11,8 @@
 //   health        the device is healthy after the case (a sticky CUDA error is a finding)
 //   cross-module  ordinary and folded are bit-identical where folded ran on an admitted layer
 //   device-vs-cpu the device oracle's bits equal the CPU reference's (sampled large cases, and
-//                 every case where a kernel disagrees with the device oracle): oracle/device-vs-cpu
+//                 every case where a kernel disagrees with the device oracle): oracle/device-vs-cpu;
+//                 a device oracle that fails with a CUDA error: oracle/device-error
 // Each module runs once per case (plus the determinism rerun); the reference is computed once
 // per (transform, model, split partition) within a case: on the CPU for cases up to
 // OracleSettings::device_above_work multiply-adds, on the device oracle (fuzz/modules/

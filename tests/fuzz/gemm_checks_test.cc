@@ -217,7 +217,7 @@ TEST(ModuleLoader, ExternalModuleLoadsAndSelectionNeverDropsSilently) {
 // that the oracle's sampling is tested where no GPU exists: correct, with the FakeModule's
 // kFlipBit defect planted (a bug the kernel under test shares, which only the CPU sample can
 // see), or unable to run.
-enum class OracleFault { kNone, kFlipBit, kUnavailable, kOutOfMemory };
+enum class OracleFault { kNone, kFlipBit, kUnavailable, kOutOfMemory, kCudaError };
 
 class FakeDeviceOracle final : public ReferenceOracle {
  public:
@@ -227,6 +227,7 @@ class FakeDeviceOracle final : public ReferenceOracle {
                     std::vector<uint16_t>& output) override {
     if (fault_ == OracleFault::kUnavailable) return absl::UnavailableError("no device (planted)");
     if (fault_ == OracleFault::kOutOfMemory) return absl::ResourceExhaustedError("out of memory (planted)");
+    if (fault_ == OracleFault::kCudaError) return absl::InternalError("an illegal address (planted)");
     if (absl::Status status = ReferenceGemm(problem, options, output); !status.ok()) return status;
     if (fault_ == OracleFault::kFlipBit && !output.empty()) output[output.size() / 2] ^= 1;
     return absl::OkStatus();
@@ -321,6 +322,15 @@ TEST(DeviceOracle, AnOracleThatCannotRunFallsBackToTheCpuAndIsCounted) {
     EXPECT_EQ(counters.device_refused, fault == OracleFault::kOutOfMemory ? 1u : 0u);
     EXPECT_NE(differential.last_fallback().find("planted"), std::string::npos);
   }
+}
+
+TEST(DeviceOracle, AnyOtherOracleErrorIsTheOraclesFindingAndTheCaseStillRunsOnTheCpu) {
+  GemmDifferential differential = WithOracle(Defect::kFlipBit, OracleFault::kCudaError, 16);
+  const std::vector<std::string> signatures = Signatures(differential.Evaluate(DecodeShapedCase()));
+  ASSERT_EQ(signatures.size(), 2u);
+  EXPECT_EQ(signatures[0], "oracle/device-error");
+  EXPECT_EQ(signatures[1].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[1];
+  EXPECT_EQ(differential.counters().device_fallbacks, 1u);
 }
 
 TEST(DeviceOracle, SmallCasesStayOnTheCpu) {
