@@ -137,7 +137,7 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
   entry.options.tactic.cta_k = tactic.cta_k;
   entry.options.tactic.splits = tactic.splits;
   if (case_.large && !cpu_only) {
-    const absl::Status status = device_oracle_->Gemm(c.Problem(), entry.options, entry.bits);
+    const absl::Status status = device_oracle_->Gemm(OracleProblem(c), entry.options, entry.bits);
     if (status.ok()) {
       case_.on_device = true;
       entry.unconfirmed = true;
@@ -162,6 +162,34 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
   case_.on_cpu = true;
   if (absl::Status status = ReferenceGemm(c.Problem(), entry.options, entry.bits); !status.ok()) return status;
   return &reference_cache_.emplace(key, std::move(entry)).first->second;
+}
+
+GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& c) {
+  const std::vector<int> groups = c.GroupsWithRows();
+  if (groups.empty() || int(groups.size()) == c.groups) return c.Problem();
+  if (!compact_.ready) {
+    const GroupedProblem full = c.Problem();
+    const size_t codes = full.codes_per_group(), scales = full.scales_per_group();
+    compact_.groups = int(groups.size());
+    compact_.row_offsets.assign(1, 0);
+    compact_.codes.resize(groups.size() * codes);
+    compact_.scales.resize(groups.size() * scales);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const int g = groups[i];
+      compact_.row_offsets.push_back(compact_.row_offsets.back() + c.row_offsets[g + 1] - c.row_offsets[g]);
+      std::copy_n(c.packed_codes.begin() + ptrdiff_t(size_t(g) * codes), codes,
+                  compact_.codes.begin() + ptrdiff_t(i * codes));
+      std::copy_n(c.scale_bytes.begin() + ptrdiff_t(size_t(g) * scales), scales,
+                  compact_.scales.begin() + ptrdiff_t(i * scales));
+    }
+    compact_.ready = true;
+  }
+  GroupedProblem problem = c.Problem();
+  problem.groups = compact_.groups;
+  problem.row_offsets = compact_.row_offsets;
+  problem.packed_codes = compact_.codes;
+  problem.scale_bytes = compact_.scales;
+  return problem;
 }
 
 absl::Status GemmDifferential::ConfirmOnCpu(const FuzzCase& c, ReferenceBits& entry, CaseEvaluation& evaluation) {
@@ -365,6 +393,7 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
 CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   const double work = double(c.rows()) * double(c.n) * double(c.k);
   case_ = CaseOracle{};
+  compact_.ready = false;
   case_.large = device_oracle_ != nullptr && settings_.cpu_check_every > 0 && work > settings_.device_above_work;
   case_.sampled = case_.large && CpuCheckSampled(c, settings_.cpu_check_every);
   CaseEvaluation evaluation = EvaluateAll(c);

@@ -143,6 +143,10 @@ class GemmDifferential {
   // Computes the entry on the CPU, records the device-vs-cpu verdict and keeps the CPU's bits.
   absl::Status ConfirmOnCpu(const FuzzCase& fuzz_case, ReferenceBits& entry, CaseEvaluation& evaluation);
   CheckResult CheckCpuSide(const FuzzCase& fuzz_case, CaseEvaluation& evaluation);
+  // What the device oracle is handed: the groups with rows alone (an output element reads only its
+  // row's group, so the bits are the same), so a 256-expert layer with 6 routed experts crosses
+  // PCIe as 6 experts, not 570 MB. Built once per case.
+  GroupedProblem OracleProblem(const FuzzCase& fuzz_case);
   CaseEvaluation EvaluateAll(const FuzzCase& fuzz_case);
   // Runs the module and its checks (below), each a function of its own.
   void EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,
@@ -162,6 +166,12 @@ class GemmDifferential {
     bool large = false, sampled = false, on_device = false, on_cpu = false, cpu_checked = false;
     bool fell_back = false, refused = false;
   } case_;
+  struct CompactProblem {  // OracleProblem's storage, reused across cases
+    bool ready = false;
+    int groups = 0;
+    std::vector<int32_t> row_offsets;
+    std::vector<uint8_t> codes, scales;
+  } compact_;
   DifferentialCounters counters_;
   std::string last_fallback_;
   size_t cases_compared_ = 0;

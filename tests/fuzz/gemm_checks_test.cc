@@ -221,10 +221,11 @@ enum class OracleFault { kNone, kFlipBit, kUnavailable, kOutOfMemory, kCudaError
 
 class FakeDeviceOracle final : public ReferenceOracle {
  public:
-  explicit FakeDeviceOracle(OracleFault fault) : fault_(fault) {}
+  explicit FakeDeviceOracle(OracleFault fault, int* groups_seen = nullptr) : fault_(fault), groups_seen_(groups_seen) {}
   std::string name() const override { return "fake-device"; }
   absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
                     std::vector<uint16_t>& output) override {
+    if (groups_seen_ != nullptr) *groups_seen_ = problem.groups;
     if (fault_ == OracleFault::kUnavailable) return absl::UnavailableError("no device (planted)");
     if (fault_ == OracleFault::kOutOfMemory) return absl::ResourceExhaustedError("out of memory (planted)");
     if (fault_ == OracleFault::kCudaError) return absl::InternalError("an illegal address (planted)");
@@ -235,6 +236,7 @@ class FakeDeviceOracle final : public ReferenceOracle {
 
  private:
   OracleFault fault_;
+  int* groups_seen_;
 };
 
 GemmDifferential WithOracle(Defect defect, OracleFault fault, int cpu_check_every) {
@@ -331,6 +333,24 @@ TEST(DeviceOracle, AnyOtherOracleErrorIsTheOraclesFindingAndTheCaseStillRunsOnTh
   EXPECT_EQ(signatures[0], "oracle/device-error");
   EXPECT_EQ(signatures[1].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[1];
   EXPECT_EQ(differential.counters().device_fallbacks, 1u);
+}
+
+TEST(DeviceOracle, TheOracleIsHandedOnlyTheGroupsWithRowsAndGivesTheSameBits) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kNone));
+  int groups_seen = 0;
+  OracleSettings settings;
+  settings.device_above_work = 0;
+  settings.cpu_check_every = 1;  // every device result compared with the CPU's on the whole problem
+  GemmDifferential differential(std::move(modules),
+                                std::make_unique<FakeDeviceOracle>(OracleFault::kNone, &groups_seen), settings);
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const FuzzCase c = DecodeShapedCase(seed);  // rows 2, 0, 3
+    EXPECT_EQ(differential.Evaluate(c).FirstFinding(), nullptr) << seed;
+    EXPECT_EQ(groups_seen, 2) << "the empty group is left out";
+  }
+  EXPECT_EQ(differential.counters().oracle_disagreements, 0u);
+  EXPECT_EQ(differential.counters().cases_cpu_checked, 8u);
 }
 
 TEST(DeviceOracle, SmallCasesStayOnTheCpu) {
