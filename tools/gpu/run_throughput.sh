@@ -5,14 +5,14 @@
 #      device reference as oracle (every large case also on the CPU: no disagreement)
 #   3. fuzz_gemm_benchmark (uninstrumented, BUILD_DIR): executions per second per worker with the
 #      CPU reference alone (MXDIFF_CPU_CHECK_EVERY=0, the rate before) and with the device oracle (16)
-#   4. with MXDIFF_FUZZ_BUILD_DIR (a -DMXDIFF_FUZZING=ON build holding fuzz/fuzz_gemm and
-#      tools/repro/repro): `campaign --targets fuzz_gemm` for MXDIFF_FUZZ_TIME seconds (default 600)
+#   4. with MXDIFF_FUZZ_BUILD_DIR (a -DMXDIFF_FUZZING=ON build holding fuzz/fuzz_gemm): `campaign --targets fuzz_gemm` for MXDIFF_FUZZ_TIME seconds (default 600)
 #      with MXDIFF_WORKERS_PER_GPU workers per GPU (default 4), corpus/ left as it is; its report
 #      ends with what was compared and the executions per 30 s interval.
 # Logs go to $OUT (or ./throughput-out); a summary is printed last. Exit status: 0 when every step
 # passed.
 #
-#   tools/gpu/run_throughput.sh [BUILD_DIR]     (default build)
+#   tools/gpu/run_throughput.sh [BUILD_DIR]     (default build; tools/gpu/stage_throughput.sh stages
+#   the binaries of both builds into two small folders to carry)
 #
 # BUILD_DIR/runtime-libs (tools/gpu/collect_runtime_libs.sh) is put on LD_LIBRARY_PATH, as is
 # MXDIFF_FUZZ_BUILD_DIR/runtime-libs.
@@ -52,7 +52,7 @@ for every in 0 16; do
   step "benchmark cpu-check-every $every" "$out/fuzz_gemm_benchmark.log" 300 \
     env MXDIFF_CPU_CHECK_EVERY=$every "$build/tests/fuzz/fuzz_gemm_benchmark"
 done
-grep -E "^(small|w13)|oracle" "$out/fuzz_gemm_benchmark.log" | tee -a "$summary"
+grep -E "^(small|w13)[a-z_0-9]*/|oracle:" "$out/fuzz_gemm_benchmark.log" | tee -a "$summary"
 if [ -n "$fuzz_build" ]; then
   time_s=${MXDIFF_FUZZ_TIME:-600}
   step "campaign fuzz_gemm ${time_s} s" "$out/campaign.log" $((time_s + 300)) tools/campaign/campaign \
