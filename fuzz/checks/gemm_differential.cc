@@ -9,6 +9,7 @@
 #include "fuzz/driver/coverage_counters.h"
 #include "kernels/gemm_runner.h"
 #include "reference/admission.h"
+#include "reference/decode_shapes.h"
 #include "reference/reference_gemm.h"
 #include "reference/scale_class.h"
 #include "reference/split_plan.h"
@@ -68,28 +69,162 @@ const CheckVerdict* CaseEvaluation::FirstFinding() const {
   return nullptr;
 }
 
-GemmDifferential::GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules)
-    : modules_(std::move(modules)) {}
+GemmDifferential::GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules,
+                                   std::unique_ptr<ReferenceOracle> device_oracle, OracleSettings settings)
+    : modules_(std::move(modules)), device_oracle_(std::move(device_oracle)), settings_(settings) {}
 
-absl::StatusOr<const std::vector<uint16_t>*> GemmDifferential::Reference(const FuzzCase& c, Transform transform,
-                                                                        StepModel model, const Tactic& tactic) {
+ShapeClass ShapeClassOf(const FuzzCase& c) {
+  const double work = double(c.rows()) * double(c.n) * double(c.k);
+  if (work <= double(1 << 22)) return ShapeClass::kSmall;
+  bool decode_shape = false;
+  for (const DecodeShape& shape : kDecodeShapes) decode_shape |= shape.n == c.n && shape.k == c.k;
+  int experts_with_rows = 0, most_rows = 0;
+  for (int g = 0; g < c.groups; ++g) {
+    const int rows = c.row_offsets[g + 1] - c.row_offsets[g];
+    experts_with_rows += rows > 0;
+    most_rows = std::max(most_rows, rows);
+  }
+  const bool decode = decode_shape && c.groups <= kRoutedExperts && experts_with_rows <= kDecodeTopK && most_rows <= 8;
+  return decode ? ShapeClass::kDecode : ShapeClass::kHuge;
+}
+
+std::string CountersText(const DifferentialCounters& n) {
+  return fmt::format(
+      "cases {}\nsmall {}\ndecode {}\nhuge {}\nelements {}\ncpu {}\ndevice {}\ncpu_checked {}\nfallbacks {}\n"
+      "refused {}\ndisagreements {}\nruns_refused {}\n",
+      n.cases, n.cases_by_shape[0], n.cases_by_shape[1], n.cases_by_shape[2], n.elements_compared, n.cases_cpu,
+      n.cases_device, n.cases_cpu_checked, n.device_fallbacks, n.device_refused, n.oracle_disagreements,
+      n.runs_refused);
+}
+
+bool CpuCheckSampled(const FuzzCase& c, int every) {
+  if (every <= 1) return true;
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the encoding, then a SplitMix64 finalizer
+  auto mix = [&](const uint8_t* bytes, size_t size) {
+    for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  };
+  if (absl::StatusOr<std::vector<uint8_t>> encoded = EncodeCase(c); encoded.ok()) {
+    mix(encoded->data(), encoded->size());
+  } else {  // not encodable (a payload over the format's limit): its materialized tensors
+    mix(reinterpret_cast<const uint8_t*>(c.activations.data()), c.activations.size() * sizeof(uint16_t));
+    mix(c.packed_codes.data(), c.packed_codes.size());
+    mix(c.scale_bytes.data(), c.scale_bytes.size());
+  }
+  hash = (hash ^ (hash >> 30)) * 0xbf58476d1ce4e5b9ull;
+  hash = (hash ^ (hash >> 27)) * 0x94d049bb133111ebull;
+  hash ^= hash >> 31;
+  return hash % uint64_t(every) == 0;
+}
+
+absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(const FuzzCase& c, Transform transform,
+                                                                            StepModel model, const Tactic& tactic,
+                                                                            CaseEvaluation& evaluation,
+                                                                            bool cpu_only) {
   // On an admitted layer both transforms dequantize every weight to the same bits (that is
   // what admission means), so the folded reference is the ordinary one: computed once.
   if (transform == Transform::kFolded && layer_admitted_) transform = Transform::kOrdinary;
   const ReferenceKey key{transform, model, tactic.cta_k, effective_splits(c.k, tactic.cta_k, tactic.splits)};
   auto found = reference_cache_.find(key);
-  if (found != reference_cache_.end()) return &found->second;
-  ReferenceOptions options;
-  options.transform = transform;
-  options.model = model;
-  options.tactic.cta_k = tactic.cta_k;
-  options.tactic.splits = tactic.splits;
-  std::vector<uint16_t> output;
-  if (absl::Status status = ReferenceGemm(c.Problem(), options, output); !status.ok()) return status;
-  return &reference_cache_.emplace(key, std::move(output)).first->second;
+  if (found != reference_cache_.end()) {
+    if (cpu_only && found->second.unconfirmed) {
+      if (absl::Status status = ConfirmOnCpu(c, found->second, evaluation); !status.ok()) return status;
+    }
+    return &found->second;
+  }
+  ReferenceBits entry;
+  entry.options.transform = transform;
+  entry.options.model = model;
+  entry.options.tactic.cta_k = tactic.cta_k;
+  entry.options.tactic.splits = tactic.splits;
+  if (case_.large && !cpu_only) {
+    const absl::Status status = device_oracle_->Gemm(OracleProblem(c), entry.options, entry.bits);
+    if (status.ok()) {
+      case_.on_device = true;
+      entry.unconfirmed = true;
+      ReferenceBits& stored = reference_cache_.emplace(key, std::move(entry)).first->second;
+      if (case_.sampled) {
+        if (absl::Status confirmed = ConfirmOnCpu(c, stored, evaluation); !confirmed.ok()) return confirmed;
+      }
+      return &stored;
+    }
+    // Never a skipped check: the case goes to the CPU reference. No device or no memory is no
+    // finding; any other CUDA error is the oracle's own (a sticky one must not be blamed on a kernel).
+    (status.code() == absl::StatusCode::kResourceExhausted ? case_.refused : case_.fell_back) = true;
+    last_fallback_ = status.ToString();
+    entry.bits.clear();
+    if (status.code() == absl::StatusCode::kInternal) {
+      evaluation.verdicts.push_back({kCheckNames[kDeviceVsCpuCheck], device_oracle_->name(),
+                                     Finding{"oracle/device-error", fmt::format("the {} failed: {}",
+                                                                                device_oracle_->name(),
+                                                                                status.ToString())}});
+    }
+  }
+  case_.on_cpu = true;
+  if (absl::Status status = ReferenceGemm(c.Problem(), entry.options, entry.bits); !status.ok()) return status;
+  return &reference_cache_.emplace(key, std::move(entry)).first->second;
 }
 
-CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c) {
+GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& c) {
+  const std::vector<int> groups = c.GroupsWithRows();
+  if (groups.empty() || int(groups.size()) == c.groups) return c.Problem();
+  if (!compact_.ready) {
+    const GroupedProblem full = c.Problem();
+    const size_t codes = full.codes_per_group(), scales = full.scales_per_group();
+    compact_.groups = int(groups.size());
+    compact_.row_offsets.assign(1, 0);
+    compact_.codes.resize(groups.size() * codes);
+    compact_.scales.resize(groups.size() * scales);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const int g = groups[i];
+      compact_.row_offsets.push_back(compact_.row_offsets.back() + c.row_offsets[g + 1] - c.row_offsets[g]);
+      std::copy_n(c.packed_codes.begin() + ptrdiff_t(size_t(g) * codes), codes,
+                  compact_.codes.begin() + ptrdiff_t(i * codes));
+      std::copy_n(c.scale_bytes.begin() + ptrdiff_t(size_t(g) * scales), scales,
+                  compact_.scales.begin() + ptrdiff_t(i * scales));
+    }
+    compact_.ready = true;
+  }
+  GroupedProblem problem = c.Problem();
+  problem.groups = compact_.groups;
+  problem.row_offsets = compact_.row_offsets;
+  problem.packed_codes = compact_.codes;
+  problem.scale_bytes = compact_.scales;
+  return problem;
+}
+
+absl::Status GemmDifferential::ConfirmOnCpu(const FuzzCase& c, ReferenceBits& entry, CaseEvaluation& evaluation) {
+  std::vector<uint16_t> cpu;
+  if (absl::Status status = ReferenceGemm(c.Problem(), entry.options, cpu); !status.ok()) return status;
+  case_.cpu_checked = true;
+  entry.unconfirmed = false;
+  size_t differ = 0, first = cpu.size();
+  for (size_t i = 0; i < cpu.size() && i < entry.bits.size(); ++i) {
+    if (cpu[i] == entry.bits[i]) continue;
+    first = std::min(first, i);
+    ++differ;
+  }
+  CheckResult finding;
+  if (cpu.size() != entry.bits.size() || differ > 0) {
+    ++counters_.oracle_disagreements;
+    const size_t at = first < cpu.size() ? first : 0;
+    finding = Finding{
+        "oracle/device-vs-cpu",
+        cpu.size() != entry.bits.size()
+            ? fmt::format("the {} gave {} output elements, the CPU reference {}", device_oracle_->name(),
+                          entry.bits.size(), cpu.size())
+            : fmt::format("the {} ({} {}, cta_k {}, splits {}) differs from the CPU reference in {} of {} "
+                          "elements; the first, [{}][{}]: 0x{:04x}, the CPU reference says 0x{:04x} ({})",
+                          device_oracle_->name(), TransformName(entry.options.transform),
+                          StepModelName(entry.options.model), entry.options.tactic.cta_k,
+                          entry.options.tactic.splits, differ, cpu.size(), at / size_t(c.n), at % size_t(c.n),
+                          entry.bits[at], cpu[at], F16DistanceText(entry.bits[at], cpu[at]))};
+  }
+  evaluation.verdicts.push_back({kCheckNames[kDeviceVsCpuCheck], device_oracle_->name(), std::move(finding)});
+  entry.bits = std::move(cpu);  // the kernels are judged on the CPU's bits
+  return absl::OkStatus();
+}
+
+CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c, CaseEvaluation& evaluation) {
   // The GPU side's oracle is only as good as its determinism across thread counts.
   layer_admitted_ = false;  // compute both transforms here
   for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
@@ -100,12 +235,12 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c) {
     options.threads = 1;
     std::vector<uint16_t> single;
     absl::Status status = ReferenceGemm(c.Problem(), options, single);
-    absl::StatusOr<const std::vector<uint16_t>*> multi = Reference(c, transform, c.model, c.tactic);
+    absl::StatusOr<ReferenceBits*> multi = Reference(c, transform, c.model, c.tactic, evaluation, /*cpu_only=*/true);
     if (!status.ok() || !multi.ok()) {
       return Finding{"reference/rejected-valid-case",
                      fmt::format("ReferenceGemm: {}", status.ok() ? multi.status().ToString() : status.ToString())};
     }
-    if (single != **multi) {
+    if (single != (*multi)->bits) {
       return Finding{fmt::format("nondeterminism/reference/{}", TransformName(transform)),
                      "the reference gives different bits single-threaded and multi-threaded"};
     }
@@ -113,135 +248,174 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c) {
   return std::nullopt;
 }
 
-bool GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, const LayerAdmission& admission,
+CheckResult GemmDifferential::CheckHealth(GemmModule& module, const ModuleRun& run) {
+  const absl::Status status = module.CheckHealth();
+  if (status.ok()) return std::nullopt;
+  return Finding{fmt::format("cuda-error/{}", run.module),
+                 fmt::format("{} left the device unhealthy after tactic {}: {}", run.module, TacticName(run.tactic),
+                             status.ToString())};
+}
+
+CheckResult GemmDifferential::CheckRoute(const FuzzCase& c, const ModuleRun& run, const LayerAdmission& admission) {
+  const std::string& name = run.module;
+  if (!run.route.ok() || !run.expected.ok()) {
+    if (!run.route.ok() && !run.expected.ok() && run.route.status().code() == run.expected.status().code()) {
+      const bool untouched = std::all_of(run.output.begin(), run.output.end(),
+                                         [](uint16_t bits) { return bits == kOutputPoison; });
+      if (!untouched) {
+        return Finding{fmt::format("route/{}/output-written-on-error", name),
+                       fmt::format("{} failed ({}) but wrote the output", name, run.route.status().ToString())};
+      }
+      CountRouteError(c.request, c.policy, run.route.status().code());
+      return std::nullopt;
+    }
+    return Finding{fmt::format("route/{}/{}", name, run.route.ok() ? "ran-where-it-must-fail" : "unexpected-error"),
+                   fmt::format("{} with tactic {}: got {}, expected {}", name, TacticName(run.tactic),
+                               RouteOrError(run.route), RouteOrError(run.expected))};
+  }
+  CountRoute(*run.route);
+  if (run.route->variant == Transform::kFolded && !admission.admitted) {
+    return Finding{"route/folded-on-refused",
+                   fmt::format("{} ran folded on a refused layer: {}", name, admission.Describe())};
+  }
+  if (*run.route != *run.expected) {
+    return Finding{fmt::format("route/{}/{}-instead-of-{}", name, RouteReasonName(run.route->reason),
+                               RouteReasonName(run.expected->reason)),
+                   fmt::format("{} reported route {}, the dispatch rules demand {}", name, DescribeRoute(*run.route),
+                               DescribeRoute(*run.expected))};
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+bool Unwritten(uint16_t bits) { return bits == kOutputPoison || bits == kRunnerOutputPoison; }
+
+}  // namespace
+
+CheckResult GemmDifferential::CheckWritten(const FuzzCase& c, const ModuleRun& run) {
+  const Route& route = *run.route;
+  const auto unwritten = std::find_if(run.output.begin(), run.output.end(), Unwritten);
+  if (unwritten == run.output.end()) return std::nullopt;
+  return Finding{fmt::format("no-launch/{}/{}", run.module, TacticSignature(c, route.tactic)),
+                 fmt::format("{} returned route {} but left element {} (of {}) unwritten", run.module,
+                             DescribeRoute(route), unwritten - run.output.begin(), run.output.size())};
+}
+
+// Every written element against the reference of the route that ran (unwritten ones are `written`'s).
+CheckResult GemmDifferential::CheckBits(const FuzzCase& c, ModuleRun& run, CaseEvaluation& evaluation) {
+  const Route& route = *run.route;
+  absl::StatusOr<ReferenceBits*> reference = Reference(c, route.variant, run.model, route.tactic, evaluation);
+  if (reference.ok() && (*reference)->unconfirmed && (*reference)->bits != run.output) {
+    // A kernel is never judged on the device oracle's word alone: the CPU reference first.
+    if (absl::Status status = ConfirmOnCpu(c, **reference, evaluation); !status.ok()) reference = status;
+  }
+  if (!reference.ok()) {
+    return Finding{"reference/rejected-valid-case", fmt::format("ReferenceGemm: {}", reference.status().ToString())};
+  }
+  run.reference = (*reference)->bits;
+  counters_.elements_compared += run.output.size();
+  for (size_t i = 0; i < run.output.size(); ++i) {
+    if (run.output[i] == run.reference[i] || Unwritten(run.output[i])) continue;
+    const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
+    const std::string& name = run.module;
+    return Finding{fmt::format("mismatch/{}{}/{}/{}", name == TransformName(route.variant) ? "" : name + "/",
+                               TransformName(route.variant), TacticSignature(c, route.tactic),
+                               ScaleClassOfColumn(c, row, column)),
+                   fmt::format("{}: element [{}][{}] is 0x{:04x} ({}), the reference ({} {}) says 0x{:04x} ({}), "
+                               "{}; route {}",
+                               name, row, column, run.output[i], f16_to_f32(run.output[i]),
+                               TransformName(route.variant), StepModelName(run.model), run.reference[i],
+                               f16_to_f32(run.reference[i]), F16DistanceText(run.output[i], run.reference[i]),
+                               DescribeRoute(route))};
+  }
+  return std::nullopt;
+}
+
+// The case again in another tile order where the module has one, else the same launch again.
+CheckResult GemmDifferential::CheckDeterminism(const FuzzCase& c, GemmModule& module, const ModuleRun& run) {
+  const Route& route = *run.route;
+  const size_t elements = run.output.size();
+  const Tactic again_tactic = module.ReorderedTactic(run.tactic).value_or(run.tactic);
+  std::vector<uint16_t> second(elements, kOutputPoison);
+  absl::StatusOr<Route> again = module.Run(c, again_tactic, second);
+  if (again.ok() && SameRouteButSwizzle(*again, route) && second == run.output) return std::nullopt;
+  size_t first_difference = 0;
+  while (first_difference < elements && second[first_difference] == run.output[first_difference]) {
+    ++first_difference;
+  }
+  return Finding{fmt::format("nondeterminism/{}/{}", run.module, TacticSignature(c, route.tactic)),
+                 fmt::format("{}: the case again with tactic {} gave {}", run.module, TacticName(again_tactic),
+                             !again.ok()                           ? again.status().ToString()
+                             : !SameRouteButSwizzle(*again, route) ? "route " + DescribeRoute(*again)
+                                                                   : fmt::format("element {}: 0x{:04x}, first run "
+                                                                                 "0x{:04x}",
+                                                                                 first_difference,
+                                                                                 second[first_difference],
+                                                                                 run.output[first_difference]))};
+}
+
+// Runs the module once and every check that has something to look at; every verdict is kept.
+void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, const LayerAdmission& admission,
                                       CaseEvaluation& evaluation) {
-  const size_t elements = size_t(c.rows()) * size_t(c.n);
   ModuleRun& run = evaluation.runs.emplace_back();
   run.module = module.name();
   run.tactic = module.MapTactic(c);
   run.model = module.model().value_or(c.model);
   run.expected = module.ExpectedRoute(c, run.tactic, admission);
-  run.output.assign(elements, kOutputPoison);
+  run.output.assign(size_t(c.rows()) * size_t(c.n), kOutputPoison);
   run.route = module.Run(c, run.tactic, run.output);
-  const std::string& name = run.module;
-  auto verdict = [&](std::string_view check, CheckResult finding) {
-    evaluation.verdicts.push_back({check, name, std::move(finding)});
-    return !evaluation.verdicts.back().finding.has_value();
+  auto verdict = [&](size_t check, CheckResult finding) {
+    evaluation.verdicts.push_back({kCheckNames[check], run.module, std::move(finding)});
   };
-  auto health = [&]() {
-    const absl::Status status = module.CheckHealth();
-    return verdict(kCheckNames[kHealthCheck], status.ok() ? CheckResult() : Finding{fmt::format("cuda-error/{}", name),
-                                                                   fmt::format("{} left the device unhealthy after "
-                                                                               "tactic {}: {}",
-                                                                               name, TacticName(run.tactic),
-                                                                               status.ToString())});
-  };
-  if (!health()) return false;
-  if (!run.route.ok() && run.route.status().code() == absl::StatusCode::kUnimplemented) {
+  verdict(kHealthCheck, CheckHealth(module, run));
+  const absl::StatusCode code = run.route.status().code();
+  if (code == absl::StatusCode::kUnimplemented) {
     run.unsupported = true;
     ++runs_unsupported_;
-    return true;
+    return;
   }
-
-  // route
-  if (!run.route.ok() || !run.expected.ok()) {
-    if (!run.route.ok() && !run.expected.ok() && run.route.status().code() == run.expected.status().code()) {
-      const bool untouched = std::all_of(run.output.begin(), run.output.end(),
-                                         [](uint16_t bits) { return bits == kOutputPoison; });
-      if (!verdict(kCheckNames[kRouteCheck], untouched ? CheckResult()
-                                      : Finding{fmt::format("route/{}/output-written-on-error", name),
-                                                fmt::format("{} failed ({}) but wrote the output", name,
-                                                            run.route.status().ToString())})) {
-        return false;
-      }
-      CountRouteError(c.request, c.policy, run.route.status().code());
-      return true;
-    }
-    return verdict(kCheckNames[kRouteCheck], Finding{fmt::format("route/{}/{}", name,
-                                                run.route.ok() ? "ran-where-it-must-fail" : "unexpected-error"),
-                                    fmt::format("{} with tactic {}: got {}, expected {}", name,
-                                                TacticName(run.tactic), RouteOrError(run.route),
-                                                RouteOrError(run.expected))});
+  // Out of device memory for this case: a refused case, never a kernel finding.
+  if (code == absl::StatusCode::kResourceExhausted && run.expected.status().code() != code) {
+    run.unsupported = true;
+    ++counters_.runs_refused;
+    return;
   }
-  CountRoute(*run.route);
-  if (run.route->variant == Transform::kFolded && !admission.admitted) {
-    return verdict(kCheckNames[kRouteCheck], Finding{"route/folded-on-refused",
-                                    fmt::format("{} ran folded on a refused layer: {}", name, admission.Describe())});
-  }
-  if (*run.route != *run.expected) {
-    return verdict(kCheckNames[kRouteCheck], Finding{fmt::format("route/{}/{}-instead-of-{}", name, RouteReasonName(run.route->reason),
-                                                RouteReasonName(run.expected->reason)),
-                                    fmt::format("{} reported route {}, the dispatch rules demand {}", name,
-                                                DescribeRoute(*run.route), DescribeRoute(*run.expected))});
-  }
-  if (!verdict(kCheckNames[kRouteCheck], std::nullopt)) return false;
-
-  // written
-  const Route& route = *run.route;
-  for (size_t i = 0; i < elements; ++i) {
-    if (run.output[i] == kOutputPoison || run.output[i] == kRunnerOutputPoison) {
-      return verdict(kCheckNames[kWrittenCheck], Finding{fmt::format("no-launch/{}/{}", name, TacticSignature(c, route.tactic)),
-                                        fmt::format("{} returned route {} but left element {} (of {}) unwritten",
-                                                    name, DescribeRoute(route), i, elements)});
-    }
-  }
-  if (!verdict(kCheckNames[kWrittenCheck], std::nullopt)) return false;
-
-  // bits
-  absl::StatusOr<const std::vector<uint16_t>*> reference = Reference(c, route.variant, run.model, route.tactic);
-  if (!reference.ok()) {
-    return verdict(kCheckNames[kBitsCheck], Finding{"reference/rejected-valid-case",
-                                   fmt::format("ReferenceGemm: {}", reference.status().ToString())});
-  }
-  run.reference = **reference;
-  for (size_t i = 0; i < elements; ++i) {
-    if (run.output[i] == run.reference[i]) continue;
-    const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
-    return verdict(
-        kCheckNames[kBitsCheck],
-        Finding{fmt::format("mismatch/{}{}/{}/{}", name == TransformName(route.variant) ? "" : name + "/",
-                            TransformName(route.variant), TacticSignature(c, route.tactic),
-                            ScaleClassOfColumn(c, row, column)),
-                fmt::format("{}: element [{}][{}] is 0x{:04x} ({}), the reference ({} {}) says 0x{:04x} ({}), "
-                            "{}; route {}",
-                            name, row, column, run.output[i], f16_to_f32(run.output[i]), TransformName(route.variant),
-                            StepModelName(run.model), run.reference[i], f16_to_f32(run.reference[i]),
-                            F16DistanceText(run.output[i], run.reference[i]), DescribeRoute(route))});
-  }
-  if (!verdict(kCheckNames[kBitsCheck], std::nullopt)) return false;
-
-  // determinism: another tile order where the module has one, else the same launch again
-  const Tactic again_tactic = module.ReorderedTactic(run.tactic).value_or(run.tactic);
-  std::vector<uint16_t> second(elements, kOutputPoison);
-  absl::StatusOr<Route> again = module.Run(c, again_tactic, second);
-  if (!again.ok() || !SameRouteButSwizzle(*again, route) || second != run.output) {
-    size_t first_difference = 0;
-    while (first_difference < elements && second[first_difference] == run.output[first_difference]) {
-      ++first_difference;
-    }
-    return verdict(kCheckNames[kDeterminismCheck],
-                   Finding{fmt::format("nondeterminism/{}/{}", name, TacticSignature(c, route.tactic)),
-                           fmt::format("{}: the case again with tactic {} gave {}", name, TacticName(again_tactic),
-                                       !again.ok()                       ? again.status().ToString()
-                                       : !SameRouteButSwizzle(*again, route) ? "route " + DescribeRoute(*again)
-                                                                         : fmt::format("element {}: 0x{:04x}, "
-                                                                                       "first run 0x{:04x}",
-                                                                                       first_difference,
-                                                                                       second[first_difference],
-                                                                                       run.output[first_difference]))});
-  }
-  if (!verdict(kCheckNames[kDeterminismCheck], std::nullopt)) return false;
-  return health();
+  verdict(kRouteCheck, CheckRoute(c, run, admission));
+  if (!run.route.ok()) return;  // no route ran: nothing was written to compare
+  verdict(kWrittenCheck, CheckWritten(c, run));
+  CheckResult bits = CheckBits(c, run, evaluation);  // may record device-vs-cpu verdicts first
+  verdict(kBitsCheck, std::move(bits));
+  verdict(kDeterminismCheck, CheckDeterminism(c, module, run));
+  verdict(kHealthCheck, CheckHealth(module, run));
 }
 
 CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
+  const double work = double(c.rows()) * double(c.n) * double(c.k);
+  case_ = CaseOracle{};
+  compact_.ready = false;
+  case_.large = device_oracle_ != nullptr && settings_.cpu_check_every > 0 && work > settings_.device_above_work;
+  case_.sampled = case_.large && CpuCheckSampled(c, settings_.cpu_check_every);
+  CaseEvaluation evaluation = EvaluateAll(c);
+  ++counters_.cases;
+  ++counters_.cases_by_shape[size_t(ShapeClassOf(c))];
+  if (case_.on_device) {
+    ++counters_.cases_device;
+    counters_.cases_cpu_checked += case_.cpu_checked;
+  } else if (case_.on_cpu) {
+    ++counters_.cases_cpu;
+  }
+  counters_.device_fallbacks += case_.fell_back;
+  counters_.device_refused += case_.refused;
+  return evaluation;
+}
+
+CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
   reference_cache_.clear();
   CaseEvaluation evaluation;
   const LayerAdmission admission = AdmitLayer(c.scale_bytes);  // once: a 256-expert layer has 32 MB of scales
   layer_admitted_ = admission.admitted;
-  for (const std::unique_ptr<GemmModule>& module : modules_) {
-    if (!EvaluateModule(c, *module, admission, evaluation)) return evaluation;
-  }
+  for (const std::unique_ptr<GemmModule>& module : modules_) EvaluateModule(c, *module, admission, evaluation);
   bool any_ran = false;
   const std::vector<uint16_t>* ordinary_bits = nullptr;
   const std::vector<uint16_t>* folded_bits = nullptr;
@@ -260,10 +434,13 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
        differ ? CheckResult(Finding{"mismatch/ordinary-vs-folded",
                                     "ordinary and folded kernels differ on an admitted layer"})
               : std::nullopt});
-  if (differ) return evaluation;
   if (any_ran) ++cases_compared_;
   const double work = double(c.rows()) * double(c.n) * double(c.k);
-  if (!any_ran || work <= kCpuSideWork) evaluation.verdicts.push_back({kCheckNames[kCpuSideCheck], "", CheckCpuSide(c)});
+  // The CPU reference's own determinism, on the cases it judges (large ones take too long).
+  if (!any_ran || (work <= kCpuSideWork && !case_.large)) {
+    CheckResult finding = CheckCpuSide(c, evaluation);
+    evaluation.verdicts.push_back({kCheckNames[kCpuSideCheck], "", std::move(finding)});
+  }
   return evaluation;
 }
 

@@ -10,8 +10,16 @@
 //                 (the raster swizzle, which never changes bits), gives the same route and bits
 //   health        the device is healthy after the case (a sticky CUDA error is a finding)
 //   cross-module  ordinary and folded are bit-identical where folded ran on an admitted layer
+//   device-vs-cpu the device oracle's bits equal the CPU reference's (sampled large cases, and
+//                 every case where a kernel disagrees with the device oracle): oracle/device-vs-cpu;
+//                 a device oracle that fails with a CUDA error: oracle/device-error
 // Each module runs once per case (plus the determinism rerun); the reference is computed once
-// per (transform, model, split partition) within a case.
+// per (transform, model, split partition) within a case: on the CPU for cases up to
+// OracleSettings::device_above_work multiply-adds, on the device oracle (fuzz/modules/
+// reference_oracle.h) above it where there is one, and then also on the CPU for 1 in
+// cpu_check_every of them (chosen by the case's hash, so a replay chooses the same). A kernel is
+// never judged on device bits the CPU has not confirmed: where it disagrees with them, the CPU
+// reference is computed first, and a wrong device oracle is a finding of its own.
 #pragma once
 
 #include <map>
@@ -23,6 +31,7 @@
 #include "fuzz/formats/case_format.h"
 #include "fuzz/driver/findings.h"
 #include "fuzz/modules/gemm_module.h"
+#include "fuzz/modules/reference_oracle.h"
 #include "reference/admission.h"
 
 namespace mxdiff::fuzz {
@@ -30,11 +39,43 @@ namespace mxdiff::fuzz {
 // No kernel writes this: every NaN a kernel produces is the canonical 0x7FFF (docs/numerics.md).
 inline constexpr uint16_t kOutputPoison = 0x7E5A;
 
-inline constexpr std::string_view kCheckNames[] = {"cpu-side", "route",  "written",     "bits",
-                                                   "determinism", "health", "cross-module"};
+inline constexpr std::string_view kCheckNames[] = {"cpu-side",    "route",  "written",      "bits",
+                                                   "determinism", "health", "cross-module", "device-vs-cpu"};
 // Each check's index in kCheckNames: the differential names its verdicts through these.
 inline constexpr size_t kCpuSideCheck = 0, kRouteCheck = 1, kWrittenCheck = 2, kBitsCheck = 3, kDeterminismCheck = 4,
-                        kHealthCheck = 5, kCrossModuleCheck = 6;
+                        kHealthCheck = 5, kCrossModuleCheck = 6, kDeviceVsCpuCheck = 7;
+
+// Which oracle computes a case's reference.
+struct OracleSettings {
+  // Cases of more multiply-adds (rows x N x K) than this go to the device oracle, where there is one.
+  double device_above_work = double(1 << 22);
+  // 1 in this many of those (by the case's hash) is also computed on the CPU and compared (1: all).
+  int cpu_check_every = 16;
+};
+
+// The shape classes the campaign counts: small (at most OracleSettings' default work), decode (a
+// real decode shape of reference/decode_shapes.h: W13/W2 at PP2xTP4 or TP8, at most 6 experts
+// with rows, 1..8 rows each, up to 256 experts in all), huge (every other larger case).
+enum class ShapeClass { kSmall, kDecode, kHuge };
+inline constexpr std::string_view kShapeClassNames[] = {"small", "decode", "huge"};
+ShapeClass ShapeClassOf(const FuzzCase& fuzz_case);
+// Whether the case is one of the 1 in `every` whose device bits are checked on the CPU: a
+// function of the case's encoding alone (every <= 1: all).
+bool CpuCheckSampled(const FuzzCase& fuzz_case, int every);
+
+// What the differential did since it was made (fuzz_gemm's stats, the campaign's report).
+struct DifferentialCounters {
+  size_t cases = 0;
+  size_t cases_by_shape[3] = {};  // indexed by ShapeClass
+  size_t elements_compared = 0;   // output elements compared with a reference (each module's bits check)
+  size_t cases_cpu = 0;           // cases judged on the CPU reference alone (small, no device, fallbacks)
+  size_t cases_device = 0;        // cases judged on the device oracle's bits
+  size_t cases_cpu_checked = 0;   // of those, the ones whose device bits were also computed on the CPU
+  size_t device_fallbacks = 0;    // cases the device oracle could not run (no device, an error): CPU instead
+  size_t device_refused = 0;      // cases the device oracle refused out of memory: CPU instead
+  size_t oracle_disagreements = 0;  // oracle/device-vs-cpu verdicts
+  size_t runs_refused = 0;        // module runs refused out of memory (ResourceExhausted): no finding
+};
 
 struct CheckVerdict {
   std::string_view check;  // one of kCheckNames
@@ -51,20 +92,23 @@ struct ModuleRun {
   absl::StatusOr<Route> route = absl::UnknownError("not run");
   std::vector<uint16_t> output;
   std::vector<uint16_t> reference;  // for the route that ran; empty if it did not run
-  bool unsupported = false;         // the module declined the case (Unimplemented)
+  bool unsupported = false;         // the module declined the case (Unimplemented, or out of memory)
 };
 
 struct CaseEvaluation {
-  std::vector<CheckVerdict> verdicts;  // in the order run; stops after the first finding
+  std::vector<CheckVerdict> verdicts;  // in the order run; every check runs, every finding is kept
   std::vector<ModuleRun> runs;
   const CheckVerdict* FirstFinding() const;
 };
 
 class GemmDifferential {
  public:
-  explicit GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules);
+  // `device_oracle`: the second oracle for large cases (null: the CPU reference for every case).
+  explicit GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules,
+                            std::unique_ptr<ReferenceOracle> device_oracle = nullptr, OracleSettings settings = {});
 
-  // Runs the checks, stopping at the first finding.
+  // Runs every module and every named check; each verdict is kept (a check whose input is
+  // missing, e.g. the bits of a run that returned an error, is not run).
   CaseEvaluation Evaluate(const FuzzCase& fuzz_case);
   CheckResult CheckCase(const FuzzCase& fuzz_case);
   // Every module's state across cases dropped (GemmModule::ForgetState).
@@ -74,6 +118,11 @@ class GemmDifferential {
   // Cases in which at least one module ran, and module runs skipped as unsupported.
   size_t cases_compared() const { return cases_compared_; }
   size_t runs_unsupported() const { return runs_unsupported_; }
+  const DifferentialCounters& counters() const { return counters_; }
+  const ReferenceOracle* device_oracle() const { return device_oracle_.get(); }
+  const OracleSettings& oracle_settings() const { return settings_; }
+  // Why the device oracle last fell back to the CPU (empty: never).
+  const std::string& last_fallback() const { return last_fallback_; }
 
  private:
   struct ReferenceKey {
@@ -83,19 +132,55 @@ class GemmDifferential {
     int splits;  // effective
     auto operator<=>(const ReferenceKey&) const = default;
   };
-  absl::StatusOr<const std::vector<uint16_t>*> Reference(const FuzzCase& fuzz_case, Transform transform,
-                                                         StepModel model, const Tactic& tactic);
-  CheckResult CheckCpuSide(const FuzzCase& fuzz_case);
-  // Runs the module and its checks; false when a finding stopped the evaluation.
-  bool EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,
+  struct ReferenceBits {
+    ReferenceOptions options;
+    std::vector<uint16_t> bits;
+    bool unconfirmed = false;  // the device oracle's, not (yet) compared with the CPU reference
+  };
+  // The reference for the route; `cpu_only`: never the device oracle's unconfirmed bits.
+  absl::StatusOr<ReferenceBits*> Reference(const FuzzCase& fuzz_case, Transform transform, StepModel model,
+                                           const Tactic& tactic, CaseEvaluation& evaluation, bool cpu_only = false);
+  // Computes the entry on the CPU, records the device-vs-cpu verdict and keeps the CPU's bits.
+  absl::Status ConfirmOnCpu(const FuzzCase& fuzz_case, ReferenceBits& entry, CaseEvaluation& evaluation);
+  CheckResult CheckCpuSide(const FuzzCase& fuzz_case, CaseEvaluation& evaluation);
+  // What the device oracle is handed: the groups with rows alone (an output element reads only its
+  // row's group, so the bits are the same), so a 256-expert layer with 6 routed experts crosses
+  // PCIe as 6 experts, not 570 MB. Built once per case.
+  GroupedProblem OracleProblem(const FuzzCase& fuzz_case);
+  CaseEvaluation EvaluateAll(const FuzzCase& fuzz_case);
+  // Runs the module and its checks (below), each a function of its own.
+  void EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,
                       CaseEvaluation& evaluation);
+  CheckResult CheckHealth(GemmModule& module, const ModuleRun& run);
+  CheckResult CheckRoute(const FuzzCase& fuzz_case, const ModuleRun& run, const LayerAdmission& admission);
+  CheckResult CheckWritten(const FuzzCase& fuzz_case, const ModuleRun& run);
+  CheckResult CheckBits(const FuzzCase& fuzz_case, ModuleRun& run, CaseEvaluation& evaluation);
+  CheckResult CheckDeterminism(const FuzzCase& fuzz_case, GemmModule& module, const ModuleRun& run);
 
   std::vector<std::unique_ptr<GemmModule>> modules_;
-  std::map<ReferenceKey, std::vector<uint16_t>> reference_cache_;
+  std::map<ReferenceKey, ReferenceBits> reference_cache_;
   bool layer_admitted_ = false;  // of the case being evaluated
+  std::unique_ptr<ReferenceOracle> device_oracle_;
+  OracleSettings settings_;
+  struct CaseOracle {  // where the case being evaluated got its references
+    bool large = false, sampled = false, on_device = false, on_cpu = false, cpu_checked = false;
+    bool fell_back = false, refused = false;
+  } case_;
+  struct CompactProblem {  // OracleProblem's storage, reused across cases
+    bool ready = false;
+    int groups = 0;
+    std::vector<int32_t> row_offsets;
+    std::vector<uint8_t> codes, scales;
+  } compact_;
+  DifferentialCounters counters_;
+  std::string last_fallback_;
   size_t cases_compared_ = 0;
   size_t runs_unsupported_ = 0;
 };
+
+// The counters as the stats file fuzz_gemm writes (MXDIFF_STATS_FILE) and the campaign reads
+// (tools/campaign/campaign_stats.py): one "name value" line each, in a fixed order.
+std::string CountersText(const DifferentialCounters& counters);
 
 // The most unusual class (reference/scale_class.h) among the scale bytes of the weight column
 // behind an output element (the signature's last part).

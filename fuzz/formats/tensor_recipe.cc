@@ -1,4 +1,5 @@
 #include "fuzz/formats/tensor_recipe.h"
+#include "fuzz/formats/tensor_recipe_element.h"
 
 #include <algorithm>
 #include <array>
@@ -359,6 +360,25 @@ uint16_t GeneratedElement(TensorKind kind, const TensorRecipe& recipe, uint64_t 
     }
   }
   return 0;
+}
+
+RecipeTables MakeRecipeTables(TensorKind kind, const TensorRecipe& recipe) {
+  RecipeTables t;
+  t.seed = KindSeed(kind, recipe.seed);
+  t.rare_seed = KindSeed(kind, recipe.seed ^ kRareSalt);
+  t.rare_log2 = recipe.rare_log2;
+  t.value_class = uint8_t(recipe.value_class);
+  const Params params = ParamsOf(recipe.seed);
+  t.narrow_exponent = params.narrow_exponent;
+  t.narrow_scale = params.narrow_scale;
+  t.admitted_count = params.scales->admitted_count;
+  std::copy(std::begin(params.scales->admitted), std::end(params.scales->admitted), t.admitted);
+  std::copy(std::begin(params.scales->flush_edge), std::end(params.scales->flush_edge), t.flush_edge);
+  std::copy(std::begin(kInterestingF16), std::end(kInterestingF16), t.interesting_f16);
+  std::copy(std::begin(kInterestingScaleBytes), std::end(kInterestingScaleBytes), t.interesting_scales);
+  t.out_of_checkpoint_count = uint32_t(kOutOfCheckpoint.second);
+  std::copy(kOutOfCheckpoint.first.begin(), kOutOfCheckpoint.first.end(), t.out_of_checkpoint);
+  return t;
 }
 
 bool SameGenerator(const TensorRecipe& a, const TensorRecipe& b) {

@@ -1,11 +1,32 @@
-// LoadBuiltinModules where the build has CUDA: the calibration guard, then the kernel modules.
+// LoadBuiltinModules where the build has CUDA: the calibration guard, then the kernel modules; and
+// the device reference (reference/device/) as fuzz_gemm's second oracle.
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "fuzz/driver/calibration_guard.h"
 #include "fuzz/modules/kernel_modules.h"
 #include "fuzz/modules/module_loader.h"
+#include "fuzz/modules/reference_oracle.h"
+#include "reference/device/device_reference.h"
 
 namespace mxdiff::fuzz {
+namespace {
+
+class DeviceReferenceOracle final : public ReferenceOracle {
+ public:
+  std::string name() const override { return "device-reference"; }
+  absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
+                    std::vector<uint16_t>& output) override {
+    return DeviceReferenceGemm(problem, options, output);
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ReferenceOracle>> MakeDeviceReferenceOracle() {
+  std::string why;
+  if (!DeviceReferenceAvailable(&why)) return absl::UnavailableError(fmt::format("no device reference: {}", why));
+  return std::make_unique<DeviceReferenceOracle>();
+}
 
 absl::StatusOr<LoadedModules> LoadBuiltinModules() {
   absl::StatusOr<std::unique_ptr<GemmRunner>> runner = GemmRunner::Create();

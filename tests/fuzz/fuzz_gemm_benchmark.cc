@@ -4,7 +4,9 @@
 // by MXDIFF_MODULES / MXDIFF_DISABLE_MODULES / MXDIFF_EXTERNAL as for fuzz_gemm). Not a test:
 //   build/tests/fuzz/fuzz_gemm_benchmark [--benchmark_filter=...]
 // items_per_second is executions per second of one worker. The campaign's table
-// (tools/campaign) gives the same rate with libFuzzer's own work included.
+// (tools/campaign) gives the same rate with libFuzzer's own work included. The oracle is fuzz_gemm's:
+// the device reference for large cases, 1 in MXDIFF_CPU_CHECK_EVERY (16) also on the CPU (0: the
+// CPU reference alone, the rate before issue 19).
 //
 //   small        cases of kGemmProfile.small, as the mutator makes them (a new case each time)
 //   w13_6x1      W13 PP2xTP4 (N 1024, K 4096), 6 experts x 1 row: each input moves the
@@ -22,6 +24,7 @@
 #include "fuzz/mutators/case_mutator.h"
 #include "fuzz/checks/gemm_differential.h"
 #include "fuzz/modules/module_loader.h"
+#include "fuzz/modules/reference_oracle.h"
 #include "fuzz/driver/target_driver.h"
 #include "reference/decode_shapes.h"
 
@@ -110,9 +113,21 @@ int main(int argc, char** argv) {
   }
   fmt::print(stderr, "fuzz_gemm_benchmark: {}", loaded->report);
   if (loaded->modules.empty()) fmt::print(stderr, "fuzz_gemm_benchmark: no kernel module: the CPU side only\n");
-  mxdiff::fuzz::GemmDifferential gemm_differential(std::move(loaded->modules));
+  // The oracle as fuzz_gemm's: the device reference for large cases where there is one, 1 in
+  // MXDIFF_CPU_CHECK_EVERY (default 16; 0: the CPU reference alone) also on the CPU.
+  mxdiff::fuzz::OracleSettings settings;
+  if (const char* every = std::getenv("MXDIFF_CPU_CHECK_EVERY")) settings.cpu_check_every = std::atoi(every);
+  std::unique_ptr<mxdiff::fuzz::ReferenceOracle> oracle;
+  if (settings.cpu_check_every > 0) {
+    absl::StatusOr<std::unique_ptr<mxdiff::fuzz::ReferenceOracle>> made = mxdiff::fuzz::MakeDeviceReferenceOracle();
+    if (made.ok()) oracle = *std::move(made);
+  }
+  fmt::print(stderr, "fuzz_gemm_benchmark: oracle: {} (cpu check every {})\n",
+             oracle ? "the device reference for large cases" : "the CPU reference", settings.cpu_check_every);
+  mxdiff::fuzz::GemmDifferential gemm_differential(std::move(loaded->modules), std::move(oracle), settings);
   mxdiff::fuzz::differential = &gemm_differential;
   benchmark::RunSpecifiedBenchmarks();
+  fmt::print(stderr, "fuzz_gemm_benchmark: counters:\n{}", mxdiff::fuzz::CountersText(gemm_differential.counters()));
   benchmark::Shutdown();
   return 0;
 }

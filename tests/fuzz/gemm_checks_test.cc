@@ -1,6 +1,7 @@
 // fuzz_gemm's named checks (fuzz/checks/gemm_differential.h) on a module with planted defects, the
 // known cases, and the module loader's selection rules. CPU only: the fake module computes
 // with the reference itself, so every defect below is one the harness alone must catch.
+#include <algorithm>
 #include <cstdlib>
 
 #include "fuzz/mutators/case_minimizer.h"
@@ -18,7 +19,7 @@
 namespace mxdiff::fuzz {
 namespace {
 
-enum class Defect { kNone, kFlipBit, kSkipLastElement, kDependsOnTileOrder, kWrongReason, kNanPayload };
+enum class Defect { kNone, kFlipBit, kSkipLastElement, kDependsOnTileOrder, kWrongReason, kNanPayload, kOutOfMemory };
 
 class FakeModule final : public GemmModule {
  public:
@@ -39,6 +40,7 @@ class FakeModule final : public GemmModule {
   absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
     absl::StatusOr<Route> route = ExpectedRoute(c, tactic, AdmitLayer(c.scale_bytes));
     if (!route.ok()) return route;
+    if (defect_ == Defect::kOutOfMemory) return absl::ResourceExhaustedError("out of memory (planted)");
     ReferenceOptions options;
     options.model = StepModel::kSm90Emulated;
     options.tactic = tactic;
@@ -53,6 +55,7 @@ class FakeModule final : public GemmModule {
       case Defect::kDependsOnTileOrder: if (tactic.swizzle != c.tactic.swizzle) output[0] ^= 1; break;
       case Defect::kWrongReason: route->reason = RouteReason::kFoldedMissing; break;
       case Defect::kNanPayload: output[0] = 0x7E01; break;
+      case Defect::kOutOfMemory: break;
     }
     return route;
   }
@@ -62,13 +65,13 @@ class FakeModule final : public GemmModule {
   KernelRegistry registry_ = BuiltinKernelRegistry();
 };
 
-FuzzCase DecodeShapedCase() {
+FuzzCase DecodeShapedCase(uint64_t seed = mxdiff::testing::TestSeed()) {
   FuzzCase c;
   const int rows[] = {2, 0, 3};
   ResizeCase(c, 3, 16, 64, rows);
   c.tactic = Tactic{16, 128, 32, 2, 0};
   c.request = TransformRequest::kOrdinary;
-  CaseRng rng(mxdiff::testing::TestSeed());
+  CaseRng rng(seed);
   for (uint16_t& a : c.activations) a = uint16_t(0x3000 + rng() % 0x0C00);
   for (uint8_t& code : c.packed_codes) code = uint8_t(rng());
   for (uint8_t& raw : c.scale_bytes) raw = uint8_t(118 + rng() % 8);
@@ -113,8 +116,39 @@ TEST(GemmChecks, EachPlantedDefectIsCaughtByItsCheck) {
     EXPECT_EQ(finding->check, e.check);
     EXPECT_EQ(finding->module, "fake");
     EXPECT_EQ(finding->finding->signature.rfind(e.signature_prefix, 0), 0u) << finding->finding->signature;
-    EXPECT_EQ(&evaluation.verdicts.back(), finding) << "the evaluation stops at the first finding";
+    // Every check ran all the same (the evaluation never stops at a finding).
+    std::vector<std::string_view> checks;
+    for (const CheckVerdict& verdict : evaluation.verdicts) checks.push_back(verdict.check);
+    EXPECT_EQ(checks, (std::vector<std::string_view>{"health", "route", "written", "bits", "determinism", "health",
+                                                     "cross-module", "cpu-side"}))
+        << e.check;
   }
+}
+
+TEST(GemmChecks, EveryModuleAndEveryCheckRunsAndEveryFindingIsKept) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kFlipBit));
+  modules.push_back(std::make_unique<FakeModule>(Defect::kWrongReason));
+  modules.push_back(std::make_unique<FakeModule>(Defect::kDependsOnTileOrder));
+  GemmDifferential differential(std::move(modules));
+  const CaseEvaluation evaluation = differential.Evaluate(DecodeShapedCase());
+  std::vector<std::string> signatures;
+  for (const CheckVerdict& verdict : evaluation.verdicts) {
+    if (verdict.finding) signatures.push_back(std::string(verdict.check) + " " + verdict.finding->signature);
+  }
+  ASSERT_EQ(signatures.size(), 3u);
+  EXPECT_EQ(signatures[0].rfind("bits mismatch/fake/ordinary/16x128x32/s2/", 0), 0u) << signatures[0];
+  EXPECT_EQ(signatures[1], "route route/fake/folded-missing-instead-of-ordinary-requested");
+  EXPECT_EQ(signatures[2], "determinism nondeterminism/fake/16x128x32/s2");
+  EXPECT_EQ(evaluation.runs.size(), 3u);
+  EXPECT_EQ(evaluation.FirstFinding()->finding->signature.rfind("mismatch/fake/", 0), 0u);
+  // The unwritten element is `written`'s alone, not also a bits mismatch.
+  std::vector<std::unique_ptr<GemmModule>> skipping;
+  skipping.push_back(std::make_unique<FakeModule>(Defect::kSkipLastElement));
+  GemmDifferential skipped(std::move(skipping));
+  size_t findings = 0;
+  for (const CheckVerdict& verdict : skipped.Evaluate(DecodeShapedCase()).verdicts) findings += verdict.finding.has_value();
+  EXPECT_EQ(findings, 1u);
 }
 
 TEST(KnownCases, AreValidAndDeterministic) {
@@ -177,6 +211,178 @@ TEST(ModuleLoader, ExternalModuleLoadsAndSelectionNeverDropsSilently) {
   selection.disable = {};
   selection.external_library = "/nonexistent/libkernel.so";
   EXPECT_FALSE(LoadModules(selection).ok());
+}
+
+// A stand-in for the device reference (fuzz/modules/reference_oracle.h), computed on the CPU so
+// that the oracle's sampling is tested where no GPU exists: correct, with the FakeModule's
+// kFlipBit defect planted (a bug the kernel under test shares, which only the CPU sample can
+// see), or unable to run.
+enum class OracleFault { kNone, kFlipBit, kUnavailable, kOutOfMemory, kCudaError };
+
+class FakeDeviceOracle final : public ReferenceOracle {
+ public:
+  explicit FakeDeviceOracle(OracleFault fault, int* groups_seen = nullptr) : fault_(fault), groups_seen_(groups_seen) {}
+  std::string name() const override { return "fake-device"; }
+  absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
+                    std::vector<uint16_t>& output) override {
+    if (groups_seen_ != nullptr) *groups_seen_ = problem.groups;
+    if (fault_ == OracleFault::kUnavailable) return absl::UnavailableError("no device (planted)");
+    if (fault_ == OracleFault::kOutOfMemory) return absl::ResourceExhaustedError("out of memory (planted)");
+    if (fault_ == OracleFault::kCudaError) return absl::InternalError("an illegal address (planted)");
+    if (absl::Status status = ReferenceGemm(problem, options, output); !status.ok()) return status;
+    if (fault_ == OracleFault::kFlipBit && !output.empty()) output[output.size() / 2] ^= 1;
+    return absl::OkStatus();
+  }
+
+ private:
+  OracleFault fault_;
+  int* groups_seen_;
+};
+
+GemmDifferential WithOracle(Defect defect, OracleFault fault, int cpu_check_every) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(defect));
+  OracleSettings settings;
+  settings.device_above_work = 0;  // every case is "large"
+  settings.cpu_check_every = cpu_check_every;
+  return GemmDifferential(std::move(modules), std::make_unique<FakeDeviceOracle>(fault), settings);
+}
+
+std::vector<std::string> Signatures(const CaseEvaluation& evaluation) {
+  std::vector<std::string> signatures;
+  for (const CheckVerdict& verdict : evaluation.verdicts) {
+    if (verdict.finding) signatures.push_back(verdict.finding->signature);
+  }
+  return signatures;
+}
+
+TEST(DeviceOracle, ACorrectOracleJudgesLargeCasesAndTheSampleAgrees) {
+  GemmDifferential differential = WithOracle(Defect::kNone, OracleFault::kNone, 1);
+  const CaseEvaluation evaluation = differential.Evaluate(DecodeShapedCase());
+  EXPECT_EQ(evaluation.FirstFinding(), nullptr);
+  std::vector<std::string_view> checks;
+  for (const CheckVerdict& verdict : evaluation.verdicts) checks.push_back(verdict.check);
+  EXPECT_EQ(checks, (std::vector<std::string_view>{"health", "route", "written", "device-vs-cpu", "bits",
+                                                   "determinism", "health", "cross-module"}));
+  const DifferentialCounters& counters = differential.counters();
+  EXPECT_EQ(counters.cases, 1u);
+  EXPECT_EQ(counters.cases_device, 1u);
+  EXPECT_EQ(counters.cases_cpu_checked, 1u);
+  EXPECT_EQ(counters.cases_cpu, 0u);
+  EXPECT_EQ(counters.elements_compared, size_t(5 * 16));
+}
+
+TEST(DeviceOracle, APlantedOracleDefectIsCaughtBySamplingAsItsOwnFinding) {
+  // The kernel shares the oracle's defect, so only the CPU sample can tell: the sampled cases
+  // (and exactly those) give oracle/device-vs-cpu, and the kernel is then judged on the CPU's bits.
+  GemmDifferential differential = WithOracle(Defect::kFlipBit, OracleFault::kFlipBit, 4);
+  size_t sampled = 0;
+  for (uint64_t seed = 1; seed <= 64; ++seed) {
+    const FuzzCase c = DecodeShapedCase(seed);
+    const bool chosen = CpuCheckSampled(c, 4);
+    sampled += chosen;
+    const std::vector<std::string> signatures = Signatures(differential.Evaluate(c));
+    if (chosen) {
+      ASSERT_FALSE(signatures.empty()) << seed;
+      EXPECT_EQ(signatures.front(), "oracle/device-vs-cpu") << seed;
+      EXPECT_EQ(std::count(signatures.begin(), signatures.end(), "oracle/device-vs-cpu"), 1) << seed;
+      ASSERT_EQ(signatures.size(), 2u) << seed;  // the kernel's own defect, judged on the CPU's bits
+      EXPECT_EQ(signatures[1].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[1];
+    } else {
+      EXPECT_TRUE(signatures.empty()) << seed << ": " << signatures.front();
+    }
+    EXPECT_EQ(CpuCheckSampled(c, 4), chosen) << "a replay decides the same";
+  }
+  EXPECT_GT(sampled, 4u);
+  EXPECT_LT(sampled, 32u);
+  EXPECT_EQ(differential.counters().oracle_disagreements, sampled);
+  EXPECT_EQ(differential.counters().cases_cpu_checked, sampled);
+  EXPECT_EQ(differential.counters().cases_device, 64u);
+}
+
+TEST(DeviceOracle, AKernelIsNeverJudgedOnUnconfirmedDeviceBits) {
+  // Not sampled (1 in 1000000), but the correct kernel disagrees with the wrong oracle: the CPU
+  // reference decides, and the oracle alone carries the finding.
+  GemmDifferential differential = WithOracle(Defect::kNone, OracleFault::kFlipBit, 1000000);
+  FuzzCase c = DecodeShapedCase();
+  uint64_t seed = 1;
+  while (CpuCheckSampled(c, 1000000)) c = DecodeShapedCase(++seed);
+  EXPECT_EQ(Signatures(differential.Evaluate(c)), (std::vector<std::string>{"oracle/device-vs-cpu"}));
+}
+
+TEST(DeviceOracle, AnOracleThatCannotRunFallsBackToTheCpuAndIsCounted) {
+  for (OracleFault fault : {OracleFault::kUnavailable, OracleFault::kOutOfMemory}) {
+    GemmDifferential differential = WithOracle(Defect::kFlipBit, fault, 16);
+    const CaseEvaluation evaluation = differential.Evaluate(DecodeShapedCase());
+    // The check is never skipped: the kernel's defect is still found, on the CPU reference.
+    ASSERT_NE(evaluation.FirstFinding(), nullptr);
+    EXPECT_EQ(evaluation.FirstFinding()->check, "bits");
+    const DifferentialCounters& counters = differential.counters();
+    EXPECT_EQ(counters.cases_cpu, 1u);
+    EXPECT_EQ(counters.cases_device, 0u);
+    EXPECT_EQ(counters.device_fallbacks, fault == OracleFault::kUnavailable ? 1u : 0u);
+    EXPECT_EQ(counters.device_refused, fault == OracleFault::kOutOfMemory ? 1u : 0u);
+    EXPECT_NE(differential.last_fallback().find("planted"), std::string::npos);
+  }
+}
+
+TEST(DeviceOracle, AnyOtherOracleErrorIsTheOraclesFindingAndTheCaseStillRunsOnTheCpu) {
+  GemmDifferential differential = WithOracle(Defect::kFlipBit, OracleFault::kCudaError, 16);
+  const std::vector<std::string> signatures = Signatures(differential.Evaluate(DecodeShapedCase()));
+  ASSERT_EQ(signatures.size(), 2u);
+  EXPECT_EQ(signatures[0], "oracle/device-error");
+  EXPECT_EQ(signatures[1].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[1];
+  EXPECT_EQ(differential.counters().device_fallbacks, 1u);
+}
+
+TEST(DeviceOracle, TheOracleIsHandedOnlyTheGroupsWithRowsAndGivesTheSameBits) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kNone));
+  int groups_seen = 0;
+  OracleSettings settings;
+  settings.device_above_work = 0;
+  settings.cpu_check_every = 1;  // every device result compared with the CPU's on the whole problem
+  GemmDifferential differential(std::move(modules),
+                                std::make_unique<FakeDeviceOracle>(OracleFault::kNone, &groups_seen), settings);
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const FuzzCase c = DecodeShapedCase(seed);  // rows 2, 0, 3
+    EXPECT_EQ(differential.Evaluate(c).FirstFinding(), nullptr) << seed;
+    EXPECT_EQ(groups_seen, 2) << "the empty group is left out";
+  }
+  EXPECT_EQ(differential.counters().oracle_disagreements, 0u);
+  EXPECT_EQ(differential.counters().cases_cpu_checked, 8u);
+}
+
+TEST(DeviceOracle, SmallCasesStayOnTheCpu) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kNone));
+  GemmDifferential differential(std::move(modules), std::make_unique<FakeDeviceOracle>(OracleFault::kFlipBit));
+  EXPECT_EQ(differential.Evaluate(DecodeShapedCase()).FirstFinding(), nullptr);
+  EXPECT_EQ(differential.counters().cases_cpu, 1u);
+  EXPECT_EQ(differential.counters().cases_device, 0u);
+  EXPECT_EQ(differential.counters().cases_by_shape[size_t(ShapeClass::kSmall)], 1u);
+}
+
+TEST(DeviceOracle, AKernelOutOfDeviceMemoryIsARefusedCaseNotAFinding) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kOutOfMemory));
+  GemmDifferential differential(std::move(modules));
+  EXPECT_EQ(differential.Evaluate(DecodeShapedCase()).FirstFinding(), nullptr);
+  EXPECT_EQ(differential.counters().runs_refused, 1u);
+}
+
+TEST(DeviceOracle, ShapeClasses) {
+  FuzzCase c;
+  std::vector<int> rows(256, 0);
+  for (int g = 0; g < 6; ++g) rows[g * 40] = 1;
+  ResizeCase(c, 256, 512, 4096, rows);  // W13 at TP8, top-6 of 256 experts
+  EXPECT_EQ(ShapeClassOf(c), ShapeClass::kDecode);
+  rows[7] = 9;  // a seventh expert with rows
+  ResizeCase(c, 256, 512, 4096, rows);
+  EXPECT_EQ(ShapeClassOf(c), ShapeClass::kHuge);
+  const int one[] = {1};
+  ResizeCase(c, 1, 256, 4096, one);
+  EXPECT_EQ(ShapeClassOf(c), ShapeClass::kSmall);
 }
 
 }  // namespace

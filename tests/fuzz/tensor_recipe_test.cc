@@ -1,4 +1,5 @@
 #include "fuzz/formats/tensor_recipe.h"
+#include "fuzz/formats/tensor_recipe_element.h"
 
 #include <algorithm>
 #include <set>
@@ -262,6 +263,38 @@ TEST(TensorRecipe, ClassNamesAndAllowedKinds) {
   EXPECT_FALSE(ValueClassAllowed(TensorKind::kCodes, ValueClass::kCheckpoint));
   EXPECT_FALSE(ValueClassAllowed(TensorKind::kScales, ValueClass(kValueClassCount)));
   EXPECT_EQ(DescribeRecipe({ValueClass::kCheckpoint, 16, 0x2a, {{1, 2}}}), "checkpoint seed 0x2a rare 2^-16, 1 overrides");
+}
+
+}  // namespace
+}  // namespace mxdiff::fuzz
+
+// The host/device element functions (tensor_recipe_element.h: what the device materialization
+// runs) equal the host generator, element by element, for every kind, class and a spread of rare
+// rates (rare 1..3 make rare values frequent enough to be hit). The GPU side is compared with the
+// host materialization bit for bit in tests/fuzz/device_materialize_test.cc.
+namespace mxdiff::fuzz {
+namespace {
+
+TEST(TensorRecipeElement, HostDeviceFunctionsEqualTheHostGenerator) {
+  SplitMix64 seeds(mxdiff::testing::TestSeed());
+  for (TensorKind kind : {TensorKind::kActivations, TensorKind::kCodes, TensorKind::kScales}) {
+    for (int c = 0; c < kValueClassCount; ++c) {
+      if (!ValueClassAllowed(kind, ValueClass(c))) continue;
+      for (int rare : {0, 1, 2, 3, 16}) {
+        TensorRecipe recipe{ValueClass(c), rare, seeds.Next(), {}};
+        const RecipeTables tables = MakeRecipeTables(kind, recipe);
+        for (uint64_t index = 0; index < 4096; ++index) {
+          const uint64_t i = index < 2048 ? index : seeds.Next() % (uint64_t(1) << 30);
+          uint16_t element = 0;
+          if (kind == TensorKind::kActivations) element = recipe_element::Activation(tables, i);
+          if (kind == TensorKind::kCodes) element = uint16_t((recipe_element::CodeWord(tables, i / 16) >> (4 * (i % 16))) & 0xF);
+          if (kind == TensorKind::kScales) element = recipe_element::Scale(tables, i);
+          ASSERT_EQ(element, GeneratedElement(kind, recipe, i))
+              << TensorKindName(kind) << " " << DescribeRecipe(recipe) << " element " << i;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -83,8 +83,11 @@ for rates_build in "$build" "${MXDIFF_FUZZ_BUILD_DIR:-}"; do
     ASAN_OPTIONS=${ASAN_OPTIONS:-protect_shadow_gap=0:detect_leaks=0} \
       step "fuzz_gemm rates" "$out/fuzz_gemm_rates.log" 120 "$rates"
 done
+# The device materialization of tensor recipes against the host's, bit for bit, where built.
+[ -x "$build/tests/fuzz/device_materialize_test" ] &&
+  step "device materialization" "$out/device_materialize.log" 300 "$build/tests/fuzz/device_materialize_test"
 if [ -x "$build/tests/fuzz/fuzz_gpu_test" ]; then
-  step "fuzz gpu tests" "$out/fuzz_gpu_tests.log" 120 "$build/tests/fuzz/fuzz_gpu_test"
+  step "fuzz gpu tests" "$out/fuzz_gpu_tests.log" 300 "$build/tests/fuzz/fuzz_gpu_test"
 fi
 if [ -x "$build/fuzz/fuzz_gemm" ]; then
   step "fuzz_gemm replay" "$out/fuzz_gemm_replay.log" 120 "$build/fuzz/fuzz_gemm" corpus/fuzz_gemm

@@ -26,6 +26,7 @@
 #include "fuzz/formats/layer_case_format.h"
 #include "fuzz/checks/layer_target.h"
 #include "fuzz/modules/module_loader.h"
+#include "fuzz/modules/reference_oracle.h"
 #include "reference/admission.h"
 #include "reference/reference_gemm.h"
 #include "tools/cli/checked_output.h"
@@ -362,6 +363,14 @@ int Minimize(const std::string& path, const fuzz::FuzzCase& c, const TargetFindi
   return kExitClean;
 }
 
+// fuzz_gemm's oracle (fuzz/README.md, "fuzz_gemm's oracle"): the device reference for large cases
+// where there is one, 1 in 16 of them (the same cases as fuzz_gemm's default) also on the CPU, so
+// an oracle/device-vs-cpu finding replays; the CPU reference alone elsewhere.
+std::unique_ptr<fuzz::ReferenceOracle> DeviceOracleOrNone() {
+  absl::StatusOr<std::unique_ptr<fuzz::ReferenceOracle>> oracle = fuzz::MakeDeviceReferenceOracle();
+  return oracle.ok() ? *std::move(oracle) : nullptr;
+}
+
 // repro --json: tools/repro/README.md documents the fields.
 void PrintJsonVerdict(const std::string& path, const fuzz::CaseEvaluation& evaluation,
                       const std::vector<TargetFinding>& findings, int status) {
@@ -450,7 +459,7 @@ int Run(const std::string& path) {
     return kExitBadInput;
   }
   fmt::print(text, "\n{}", loaded->report);
-  fuzz::GemmDifferential differential(std::move(loaded->modules));
+  fuzz::GemmDifferential differential(std::move(loaded->modules), DeviceOracleOrNone());
   const fuzz::CaseEvaluation evaluation = differential.Evaluate(c);
   fmt::print(text, "fuzz_gemm checks{}:\n",
              differential.modules().empty() ? " (CPU side only: the reference against itself)" : "");
@@ -578,7 +587,7 @@ int RunSequence(const std::string& dir) {
   }
   fmt::print(text, "sequence {}: {} cases, replayed in name order in one process\n{}", dir, files.size(),
              loaded->report);
-  SequenceReplay replay{fuzz::GemmDifferential(std::move(loaded->modules)), nullptr};
+  SequenceReplay replay{fuzz::GemmDifferential(std::move(loaded->modules), DeviceOracleOrNone()), nullptr};
   nlohmann::json cases = nlohmann::json::array();
   size_t with_findings = 0;
   for (size_t i = 0; i < files.size(); ++i) {

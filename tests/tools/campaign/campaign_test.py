@@ -175,6 +175,36 @@ echo "stat::number_of_executed_units: 50" >&2; exit 0""")
                            r"the corpus\), kept as \S+/merge-crash-\*"], env={"MXDIFF_SLOW_KERNEL_ABORT_AFTER": "20"},
                           cwd=real_scratch, check=nothing_in(real_scratch), timeout=300))
 
+    # --- issue 19, item c: fuzz_gemm's stats files (one per worker) are reported per worker and in
+    # total, with the executions per interval; --cpu-check-every reaches every worker.
+    stats_build = os.path.join(tmp, "stats-build")
+    os.makedirs(os.path.join(stats_build, "fuzz"))
+    fake_fuzzer(os.path.join(stats_build, "fuzz", "fuzz_gemm"), """
+every=missing
+for arg in "$@"; do case "$arg" in -merge=1) exit 0 ;; --cpu-check-every=*) every="${arg#--cpu-check-every=}" ;; esac
+done
+printf 'cases 40\\nsmall 10\\ndecode 20\\nhuge 10\\nelements 123456\\ncpu 12\\ndevice 28\\ncpu_checked %s\\n'\\
+'fallbacks 1\\nrefused 0\\ndisagreements 0\\nruns_refused 0\\ndevice_oracle 1\\nseconds 2.0\\n' "$every" > "$MXDIFF_STATS_FILE"
+printf '#2\\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\\n' >&2
+echo 'stat::number_of_executed_units: 40' >&2; sleep 2; exit 0""")
+    cases.append(Case("fuzz_gemm's stats are reported per worker and in total; --cpu-check-every reaches the workers",
+                      campaign + ["--build-dir", stats_build, "--targets", "fuzz_gemm", "--external", opt.example_kernel,
+                                  "--jobs", "2", "--time", "2", "--out", out, "--progress", "0", "--interval", "1",
+                                  "--cpu-check-every", "7"], 0,
+                      [r"^fuzz_gemm: what was compared \(the workers' stats files\)$",
+                       r"^\s+total\s+80\s+20\s+40\s+20\s+246912\s+\S+/s\s+24\s+56\s+14\s+2\s+0\s+0$",
+                       r"checked on the CPU: 38 case\(s\) \(24 judged on the CPU reference, 14 device-judged cases",
+                       r"device reference in 2 of 2 worker\(s\)$",
+                       r"^fuzz_gemm: executions per 1 s interval: 0-1 s ", r"^fuzz_gemm: sustained over the last \d+ s: "],
+                      [r"missing"]))
+    cases += [
+        Case("--cpu-check-every past its bound", campaign + ["--check-args", "--cpu-check-every=1000001"], 2,
+             [r"argument --cpu-check-every: must be at most 1000000, got 1000001"]),
+        Case("--cpu-check-every 0 (no device reference)", campaign + ["--check-args", "--cpu-check-every=0"], 0,
+             [r"arguments ok"]),
+        Case("--interval 0", campaign + ["--check-args", "--interval=0"], 2, [r"argument --interval: must be at least 1"]),
+    ]
+
     # --- item 8: the wall time. A worker past --time is stopped (SIGABRT: libFuzzer writes the input
     # it is in; SIGKILL 5 s later if that did not end it), its input kept; the merge has a limit of
     # its own (30 s here) and its new inputs stay in out/ when it runs out. The bound: --time + 10 +

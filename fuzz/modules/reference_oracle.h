@@ -1,0 +1,35 @@
+// A second oracle behind fuzz_gemm's differential (fuzz/checks/gemm_differential.h): the device
+// reference (reference/device/) where the build has CUDA and the machine a GPU. The CPU reference
+// stays the root of trust: the differential asks this oracle only for large cases and checks its
+// bits against the CPU reference on every sampled case (--cpu-check-every) and wherever a kernel
+// disagrees with it. Tests inject their own (a planted defect, computed on the CPU).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "reference/problem.h"
+#include "reference/reference_gemm.h"
+
+namespace mxdiff::fuzz {
+
+class ReferenceOracle {
+ public:
+  virtual ~ReferenceOracle() = default;
+  virtual std::string name() const = 0;
+  // ReferenceGemm's bits for the problem (options.threads and options.path do not apply).
+  // Unavailable: it cannot run here; ResourceExhausted: the case does not fit (out of memory).
+  // The differential then computes the case on the CPU (a fallback, counted), never skips it.
+  virtual absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
+                            std::vector<uint16_t>& output) = 0;
+};
+
+// The device reference as an oracle: Unavailable saying why where the build has no CUDA or the
+// machine no device. Defined in builtin_modules_cuda.cc or builtin_modules_none.cc.
+absl::StatusOr<std::unique_ptr<ReferenceOracle>> MakeDeviceReferenceOracle();
+
+}  // namespace mxdiff::fuzz

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""The campaign's report of fuzz_gemm's comparisons (tools/campaign/campaign_stats.py), on the CPU:
+the stats file fuzz_gemm writes is parsed, added up over the workers, the executions are turned
+into a rate per interval and a sustained rate, and the report names every count."""
+import os
+import sys
+import unittest
+
+REPO = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+sys.path.insert(0, os.path.join(REPO, "tools", "campaign"))
+import campaign_stats  # noqa: E402
+
+# What fuzz/checks/gemm_differential.cc's CountersText writes, with fuzz_gemm's "seconds" line.
+WORKER0 = """cases 100
+small 60
+decode 35
+huge 5
+elements 4000000
+cpu 62
+device 38
+cpu_checked 3
+fallbacks 1
+refused 1
+disagreements 0
+runs_refused 2
+device_oracle 1
+seconds 10.0
+"""
+WORKER1 = WORKER0.replace("cases 100", "cases 50").replace("elements 4000000", "elements 1000000").replace(
+    "seconds 10.0", "seconds 20.0")
+
+
+class Parse(unittest.TestCase):
+    def test_every_counter(self):
+        stats = campaign_stats.parse_stats(WORKER0)
+        self.assertEqual(stats["cases"], 100)
+        self.assertEqual((stats["small"], stats["decode"], stats["huge"]), (60, 35, 5))
+        self.assertEqual((stats["cpu"], stats["device"], stats["cpu_checked"]), (62, 38, 3))
+        self.assertEqual((stats["fallbacks"], stats["refused"], stats["runs_refused"]), (1, 1, 2))
+        self.assertEqual(stats["seconds"], 10.0)
+
+    def test_empty_and_garbage(self):
+        self.assertIsNone(campaign_stats.parse_stats(""))
+        stats = campaign_stats.parse_stats("cases x\nbogus 3\nelements 7 8\ndevice 4\n")
+        self.assertEqual((stats["cases"], stats["elements"], stats["device"]), (0, 0, 4))
+
+    def test_read_missing_file(self):
+        self.assertIsNone(campaign_stats.read_stats("/nonexistent/stats-w0.txt"))
+
+
+class Aggregate(unittest.TestCase):
+    def test_total_over_workers(self):
+        per_worker = [campaign_stats.parse_stats(WORKER0), None, campaign_stats.parse_stats(WORKER1)]
+        totals = campaign_stats.total(per_worker)
+        self.assertEqual(totals["cases"], 150)
+        self.assertEqual(totals["elements"], 5000000)
+        self.assertEqual(totals["device"], 76)
+        self.assertEqual(totals["seconds"], 20.0)
+        self.assertIsNone(campaign_stats.total([None, None]))
+
+    def test_interval_rates(self):
+        samples = [(30.0, 300), (60.0, 900), (90.0, 900), (100.0, 1000)]
+        rates = campaign_stats.interval_rates(samples, 30)
+        self.assertEqual([(s, e, n) for s, e, n, _ in rates], [(0.0, 30.0, 300), (30.0, 60.0, 600),
+                                                               (60.0, 90.0, 0), (90.0, 100.0, 100)])
+        self.assertAlmostEqual(rates[1][3], 20.0)
+        self.assertAlmostEqual(rates[3][3], 10.0)
+        self.assertEqual(campaign_stats.interval_rates([], 30), [])
+
+    def test_sustained_over_the_last_window(self):
+        samples = [(t, 10 * t if t <= 300 else 3000 + 100 * (t - 300)) for t in range(30, 601, 30)]
+        rate, span = campaign_stats.sustained(samples, 300)
+        self.assertEqual(span, 300)
+        self.assertAlmostEqual(rate, 100.0)
+        rate, span = campaign_stats.sustained([(30, 60), (60, 120)], 300)  # shorter than the window
+        self.assertEqual(span, 60)
+        self.assertAlmostEqual(rate, 2.0)
+
+
+class Report(unittest.TestCase):
+    def test_report_names_every_count(self):
+        per_worker = [campaign_stats.parse_stats(WORKER0), campaign_stats.parse_stats(WORKER1)]
+        lines = campaign_stats.report_lines("fuzz_gemm", per_worker, 20.0, [(10.0, 100), (20.0, 150)], 10)
+        text = "\n".join(lines)
+        self.assertIn("worker", lines[1])
+        total = [line for line in lines if line.strip().startswith("total")][0].split()
+        # total  cases small decode huge elements elements/s cpu device cpu-checked fallbacks refused device-vs-cpu
+        self.assertEqual(total[1:6], ["150", "120", "70", "10", "5000000"])
+        self.assertEqual(total[6], "2.5e+05/s")
+        self.assertEqual(total[7:9], ["124", "76"])
+        self.assertIn("checked on the CPU: 130 case(s)", text)
+        self.assertIn("device reference in 2 of 2 worker(s)", text)
+        self.assertIn("the sample); on the device: 76", text)
+        self.assertIn("device-vs-CPU disagreements: 0", text)
+        self.assertIn("executions per 10 s interval: 0-10 s 100 (10.0/s), 10-20 s 50 (5.0/s)", text)
+        self.assertIn("sustained over the last 20 s: 7.5 executions/s", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,132 @@
+"""What the campaign reports about fuzz_gemm's comparisons (fuzz/README.md, "What the campaign reports").
+
+Each fuzz_gemm worker rewrites a small stats file about once a second (MXDIFF_STATS_FILE, written
+by fuzz/targets/fuzz_gemm.cc from fuzz/checks/gemm_differential.h's CountersText): one "name value"
+line per counter. This module reads them, adds them up over the workers, turns the campaign's
+samples of executions into a rate per interval and the rate sustained over the last minutes, and
+formats the report. Pure functions: tests/tools/campaign/stats_test.py checks them on the CPU.
+"""
+
+# The counters, in the stats file's order; "seconds" is the worker's time since its first case.
+# "device_oracle" is 1 where the worker has the device reference (summed: the workers that have it).
+COUNTERS = ("cases", "small", "decode", "huge", "elements", "cpu", "device", "cpu_checked", "fallbacks", "refused",
+            "disagreements", "runs_refused", "device_oracle")
+
+
+def parse_stats(text):
+    """The counters of one stats file's text: {name: int, "seconds": float}; lines that are not
+    "name number" are ignored, missing counters are 0. None for an empty text (no file yet)."""
+    if not text or not text.strip():
+        return None
+    stats = {name: 0 for name in COUNTERS}
+    stats["seconds"] = 0.0
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 2 or parts[0] not in stats:
+            continue
+        try:
+            stats[parts[0]] = float(parts[1]) if parts[0] == "seconds" else int(parts[1], 10)
+        except ValueError:
+            continue
+    return stats
+
+
+def read_stats(path):
+    try:
+        with open(path, errors="replace") as stats_file:
+            return parse_stats(stats_file.read())
+    except OSError:
+        return None
+
+
+def total(per_worker):
+    """The counters added up over the workers that wrote a file (seconds: the longest)."""
+    present = [s for s in per_worker if s is not None]
+    if not present:
+        return None
+    summed = {name: sum(s[name] for s in present) for name in COUNTERS}
+    summed["seconds"] = max(s["seconds"] for s in present)
+    return summed
+
+
+def interval_rates(samples, interval):
+    """samples: [(seconds since the start, executions so far)], ascending. Returns one
+    (start, end, executions, per second) per interval boundary reached: the samples at multiples
+    of `interval` (the last one may end early, at the final sample)."""
+    if not samples or interval <= 0:
+        return []
+    rates = []
+    start_t, start_n = 0.0, 0
+    next_boundary = interval
+    for index, (t, n) in enumerate(samples):
+        last = index == len(samples) - 1
+        if t + 1e-9 >= next_boundary or (last and t > start_t):
+            span = t - start_t
+            rates.append((start_t, t, n - start_n, (n - start_n) / span if span > 0 else 0.0))
+            start_t, start_n = t, n
+            while next_boundary <= t + 1e-9:
+                next_boundary += interval
+    return rates
+
+
+def sustained(samples, window):
+    """Executions per second over the last `window` seconds of the samples (from the latest sample
+    at or before end - window; the whole run when it is shorter): (rate, seconds covered)."""
+    if not samples:
+        return 0.0, 0.0
+    end_t, end_n = samples[-1]
+    start_t, start_n = 0.0, 0
+    for t, n in samples:
+        if t <= end_t - window + 1e-9:
+            start_t, start_n = t, n
+    span = end_t - start_t
+    return ((end_n - start_n) / span if span > 0 else 0.0), span
+
+
+def _rate(count, seconds):
+    return f"{count / seconds:.3g}/s" if seconds > 0 else "-"
+
+
+def report_lines(target, per_worker, elapsed, samples, interval, window=300):
+    """The report block of one target: a row per worker and the total (cases per shape class,
+    output elements compared and per second, cases judged on the CPU and on the device, the
+    CPU-checked sample, fallbacks), then the executions per interval and the sustained rate."""
+    lines = []
+    totals = total(per_worker)
+    if totals is not None:
+        header = ("worker", "cases", "small", "decode", "huge", "elements", "elements/s", "cpu", "device",
+                  "cpu-checked", "fallbacks", "refused", "device-vs-cpu")
+        rows = [header]
+        for index, stats in enumerate(per_worker):
+            if stats is None:
+                rows.append((str(index),) + ("-",) * (len(header) - 1))
+                continue
+            rows.append(_row(str(index), stats, stats["seconds"]))
+        rows.append(_row("total", totals, elapsed))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines.append(f"{target}: what was compared (the workers' stats files)")
+        for row in rows:
+            lines.append("  " + "  ".join(cell.rjust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        checked = totals["cpu"] + totals["cpu_checked"]
+        present = sum(1 for stats in per_worker if stats is not None)
+        lines.append(f"  device reference in {totals['device_oracle']} of {present} worker(s)"
+                     + ("" if totals["device_oracle"] == present else
+                        " (the others judge every case on the CPU: no device, or --cpu-check-every 0)"))
+        lines.append(f"  checked on the CPU: {checked} case(s) ({totals['cpu']} judged on the CPU reference, "
+                     f"{totals['cpu_checked']} device-judged cases also computed on the CPU: the sample); on the device: "
+                     f"{totals['device']}; device-vs-CPU disagreements: {totals['disagreements']}; fallbacks to the "
+                     f"CPU: {totals['fallbacks']} (no device reference) + {totals['refused']} (out of device memory); "
+                     f"kernel runs refused out of memory: {totals['runs_refused']}")
+    rates = interval_rates(samples, interval)
+    if rates:
+        lines.append(f"{target}: executions per {interval} s interval: " +
+                     ", ".join(f"{start:.0f}-{end:.0f} s {count} ({per:.1f}/s)" for start, end, count, per in rates))
+        rate, span = sustained(samples, window)
+        lines.append(f"{target}: sustained over the last {span:.0f} s: {rate:.1f} executions/s")
+    return lines
+
+
+def _row(name, stats, seconds):
+    return (name, str(stats["cases"]), str(stats["small"]), str(stats["decode"]), str(stats["huge"]),
+            str(stats["elements"]), _rate(stats["elements"], seconds), str(stats["cpu"]), str(stats["device"]),
+            str(stats["cpu_checked"]), str(stats["fallbacks"]), str(stats["refused"]), str(stats["disagreements"]))

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# On the GPU machine: issue 19's checks and measurements of fuzz_gemm's throughput, in one go.
+#   1. device_materialize_test: the device materialization of tensor recipes = the host's, bit for bit
+#   2. fuzz_gpu_test: the fuzz_gemm corpus through the kernels, on the CPU reference and with the
+#      device reference as oracle (every large case also on the CPU: no disagreement)
+#   3. fuzz_gemm_benchmark (uninstrumented, BUILD_DIR): executions per second per worker with the
+#      CPU reference alone (MXDIFF_CPU_CHECK_EVERY=0, the rate before) and with the device oracle (16)
+#   4. with MXDIFF_FUZZ_BUILD_DIR (a -DMXDIFF_FUZZING=ON build holding fuzz/fuzz_gemm): `campaign --targets fuzz_gemm` for MXDIFF_FUZZ_TIME seconds (default 600)
+#      with MXDIFF_WORKERS_PER_GPU workers per GPU (default 4), corpus/ left as it is; its report
+#      ends with what was compared and the executions per 30 s interval.
+# Logs go to $OUT (or ./throughput-out); a summary is printed last. Exit status: 0 when every step
+# passed.
+#
+#   tools/gpu/run_throughput.sh [BUILD_DIR]     (default build; tools/gpu/stage_throughput.sh stages
+#   the binaries of both builds into two small folders to carry)
+#
+# BUILD_DIR/runtime-libs (tools/gpu/collect_runtime_libs.sh) is put on LD_LIBRARY_PATH, as is
+# MXDIFF_FUZZ_BUILD_DIR/runtime-libs.
+set -uo pipefail
+build=${1:-build}
+out=${OUT:-throughput-out}
+fuzz_build=${MXDIFF_FUZZ_BUILD_DIR:-}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$build/runtime-libs${fuzz_build:+:$fuzz_build/runtime-libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export MXDIFF_SEED=${MXDIFF_SEED:-$(( (RANDOM << 30) ^ (RANDOM << 15) ^ RANDOM ))}
+export MXDIFF_CORPUS_DIR=${MXDIFF_CORPUS_DIR:-$PWD/corpus}
+summary=$out/summary.txt
+: >"$summary"
+failed=0
+
+note() { echo "$*" | tee -a "$summary"; }
+step() {  # step NAME LOG TIMEOUT_S COMMAND...
+  local name=$1 log=$2 limit=$3
+  shift 3
+  local start=$SECONDS
+  echo "=== $name: $*" >>"$log"
+  timeout "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  ((rc == 0)) || failed=1
+  note "$(printf '%-28s rc %-3s %4ss' "$name" "$rc" $((SECONDS - start)))"
+  return $rc
+}
+
+note "issue 19 throughput: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)," \
+  "MXDIFF_SEED=$MXDIFF_SEED"
+for binary in tests/fuzz/device_materialize_test tests/fuzz/fuzz_gpu_test tests/fuzz/fuzz_gemm_benchmark; do
+  [ -x "$build/$binary" ] || { note "missing $build/$binary"; exit 2; }
+done
+step "device materialization" "$out/device_materialize.log" 300 "$build/tests/fuzz/device_materialize_test"
+step "fuzz gpu tests" "$out/fuzz_gpu_tests.log" 600 "$build/tests/fuzz/fuzz_gpu_test"
+for every in 0 16; do
+  step "benchmark cpu-check-every $every" "$out/fuzz_gemm_benchmark.log" 300 \
+    env MXDIFF_CPU_CHECK_EVERY=$every "$build/tests/fuzz/fuzz_gemm_benchmark"
+done
+grep -E "^(small|w13)[a-z_0-9]*/|oracle:" "$out/fuzz_gemm_benchmark.log" | tee -a "$summary"
+if [ -n "$fuzz_build" ]; then
+  time_s=${MXDIFF_FUZZ_TIME:-600}
+  step "campaign fuzz_gemm ${time_s} s" "$out/campaign.log" $((time_s + 300)) tools/campaign/campaign \
+    --build-dir "$fuzz_build" --targets fuzz_gemm --time "$time_s" --workers-per-gpu "${MXDIFF_WORKERS_PER_GPU:-4}" \
+    --cpu-check-every "${MXDIFF_CPU_CHECK_EVERY:-16}" --no-merge --out "$out/campaign"
+  sed -n '/^target /,$p' "$out/campaign.log" | tee -a "$summary"
+fi
+note "logs: $out"
+exit $failed
