@@ -374,8 +374,36 @@ def _write_finding(case: Case, kind: str, out_dir: str, transform: str, model: s
     return path, written
 
 
+class _KernelTimeout(BaseException):
+    """Raised into the kernel's thread by check's watchdog (a BaseException: kernels' own
+    `except Exception` does not swallow it)."""
+
+
+def _call_with_timeout(kernel, inputs, timeout):
+    if timeout is None:
+        return kernel(*inputs)
+    import ctypes
+    import threading
+    target = threading.get_ident()
+    fired = threading.Event()
+
+    def fire():
+        fired.set()
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(_KernelTimeout))
+
+    timer = threading.Timer(timeout, fire)
+    timer.start()
+    try:
+        return kernel(*inputs)
+    finally:
+        timer.cancel()
+        if fired.is_set():  # fired after the kernel returned: take back the pending exception
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
+
+
 def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", transform: str = "ordinary",
-          mode: str = "bits", tactic=None, out_dir: Optional[str] = None, explain: bool = True) -> list:
+          mode: str = "bits", tactic=None, out_dir: Optional[str] = None, explain: bool = True,
+          timeout: Optional[float] = None) -> list:
     """Runs kernel(activations[rows, k] float16, codes[groups, n, k/2] uint8, scales[groups, n, k/32]
     uint8, row_offsets[groups + 1] int32) -> [rows, n] float16 on each case (read-only views).
 
@@ -383,6 +411,9 @@ def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", tr
     each finding lists the (transform, model, splits) that would reproduce the kernel's bits.
     mode="bound": each element must lie within the reference's proven error bound of the exact
     model (fp16-widened), NaN must stay NaN and each Inf keep its sign.
+    timeout: seconds per case; a kernel still running Python code past it is python/timeout (one
+    stuck in native code cannot be interrupted from Python: run it under the fuzzer's embedded
+    kernel, whose harness has its own limit).
     Returns the findings; each has a .case file in out_dir that tools/repro explains."""
     if mode not in ("bits", "bound"):
         raise ValueError(f"mode must be 'bits' or 'bound', not {mode!r}")
@@ -407,7 +438,10 @@ def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", tr
             findings.append(Finding(kind, message, path, written, **extra))
 
         try:
-            result = kernel(*inputs)
+            result = _call_with_timeout(kernel, inputs, timeout)
+        except _KernelTimeout:
+            finding("python/timeout", f"still running after {timeout} s", traceback=_traceback.format_exc())
+            continue
         except Exception as error:  # the kernel's own failure is the finding
             finding("python/raised", f"{type(error).__name__}: {error}", traceback=_traceback.format_exc())
             continue

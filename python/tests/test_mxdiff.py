@@ -166,6 +166,17 @@ def test_a_kernel_that_raises_or_returns_the_wrong_shape_is_a_finding(tmp_path):
         assert [f.kind for f in mxdiff.check(kernel, cases()[:1])] == ["python/shape"]
 
 
+def test_a_kernel_past_the_timeout_is_a_finding():
+    def spins(a, codes, scales, row_offsets):
+        while True:
+            pass
+
+    findings = mxdiff.check(spins, cases()[:1], timeout=0.5)
+    assert [f.kind for f in findings] == ["python/timeout"]
+    assert "spins" in findings[0].traceback
+    assert mxdiff.check(sm90_kernel, cases()[:3], timeout=30) == []
+
+
 def test_the_kernel_gets_read_only_inputs():
     def writes(a, codes, scales, row_offsets):
         scales[...] = 0
