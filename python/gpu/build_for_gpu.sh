@@ -18,4 +18,7 @@ mkdir -p "$out/site/mxdiff"
 cp python/mxdiff/*.py "$out/site/mxdiff/"
 cp "$out"/build/_core.cpython-312*.so "$out/site/mxdiff/"
 tools/gpu/collect_runtime_libs.sh "$out/runtime-libs" "$out"/site/mxdiff/_core.cpython-312*.so
+# The C++ runtime stays the GPU machine's own (newer, backward compatible): ours first on
+# LD_LIBRARY_PATH would shadow it for torch and triton too.
+rm -f "$out"/runtime-libs/libstdc++.so* "$out"/runtime-libs/libgcc_s.so*
 echo "build_for_gpu: $out/site (carry python/gpu/prebuilt; on the GPU machine: python/gpu/run_on_gpu.sh)"
