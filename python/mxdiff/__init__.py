@@ -37,6 +37,8 @@ def _cpu_array(x, dtype):
     integers are converted only where no value changes."""
     if _is_torch(x):
         return x.contiguous()
+    if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+        return x  # any DLPack producer: nanobind imports it in place and checks its dtype
     array = np.asarray(x)
     if dtype == np.float16:
         if array.dtype not in (np.float16, np.uint16):

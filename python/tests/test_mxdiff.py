@@ -86,6 +86,29 @@ def test_reference_gemm_takes_numpy_and_refuses_other_dtypes():
                               case.n, case.k)
 
 
+class DLPackOnly:
+    """Only the DLPack protocol, as a PyTorch CPU tensor offers it (no torch here)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_reference_gemm_reads_dlpack_producers_in_place():
+    case = mxdiff.generate_case(3, 16, 64, [2, 1])
+    args = [DLPackOnly(np.ascontiguousarray(x)) for x in (case.activations, case.codes, case.scales,
+                                                           case.row_offsets)]
+    out = mxdiff.reference_gemm(*args, case.n, case.k)
+    assert np.array_equal(out.view(np.uint16), case.reference().view(np.uint16))
+    with pytest.raises(TypeError):  # the dtype is still checked
+        mxdiff.reference_gemm(DLPackOnly(case.activations.astype(np.float32)), *args[1:], case.n, case.k)
+
+
 def test_reference_gemm_equals_the_cpp_oracle_on_the_corpus(request):
     helper = request.config.getoption("--mxdiff-reference-bits")
     corpus = request.config.getoption("--mxdiff-corpus")
