@@ -12,6 +12,8 @@ def _weights(codes, scales, defect):
     if defect == "scale-exponent":  # one too many: every weight doubled
         raw = np.minimum(raw + 1, 255)
     w = table[raw, c]
+    if defect == "nan-0xff":  # the MX spec's NaN block where the kernels' contract has 2^15
+        w = np.where(raw == 255, np.float32(np.nan), w)
     if defect == "dropped-block" and w.shape[-1] >= 64:
         w[..., -32:] = 0.0  # the last K block never loaded
     return w

@@ -227,10 +227,17 @@ def test_bound_mode_passes_a_float64_kernel_and_the_exact_oracle_bits():
     assert mxdiff.check(sm90_kernel, all_cases, mode="bound") == []
 
 
-@pytest.mark.parametrize("defect", ("scale-exponent", "dropped-block"))
+@pytest.mark.parametrize("defect", ("scale-exponent", "dropped-block", "flushed-subnormal", "nan-0xff"))
 def test_bound_mode_finds_a_gross_defect(defect):
     kernel = lambda *args: float64_kernel(*args, defect=defect)
-    findings = mxdiff.check(kernel, cases(), mode="bound")
+    # A 0xFF block in four columns, codes +-1 and +-1.5 and small activations: under the contract
+    # (ordinary: 0xFF is 2^15) these weights and sums stay finite.
+    ff = mxdiff.generate_case(13, 16, 64, [3], activations="normal", codes="narrow", scales="checkpoint")
+    ff._data.drop_recipes()
+    ff.scales[0, :4, 1] = 255
+    ff.activations[...] = (ff.activations.astype(np.float32) * 2.0 ** -8).astype(np.float16)
+    assert mxdiff.check(float64_kernel, [ff], mode="bound") == []
+    findings = mxdiff.check(kernel, cases() + [ff], mode="bound")
     assert findings and {f.kind for f in findings} <= {"python/bound", "python/specials"}
     assert "allowed [" in next(f.message for f in findings if f.kind == "python/bound")
 
