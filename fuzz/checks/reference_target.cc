@@ -132,14 +132,6 @@ Transform ReferenceTransform(const FuzzCase& c) {
   return c.request == TransformRequest::kFolded ? Transform::kFolded : Transform::kOrdinary;
 }
 
-double ModelErrorBound(double abs_sum, int steps, int splits) {
-  constexpr double kUnit = 0x1p-24;
-  // 27 units per step covers the V100 model (13 x 2^-23 of a term no larger than the running
-  // absolute sum, which itself may be 2^-20 above the true one); +1 for the exact model's own
-  // rounding; the same pair per reduction add; absolute slack for subnormal flushing.
-  return (28.0 * steps + 4.0 * splits + 4.0) * kUnit * abs_sum + (steps + splits) * 0x1p-124;
-}
-
 namespace {
 
 // The reference's fp32 output of a case under its own settings, which most checks judge.

@@ -15,6 +15,7 @@
 
 #include "fuzz/formats/case_format.h"
 #include "fuzz/driver/findings.h"
+#include "reference/error_bound.h"
 
 namespace mxdiff::fuzz {
 
@@ -30,11 +31,7 @@ CheckResult CheckReferenceCase(const FuzzCase& fuzz_case);
 // explicit folded request (the reference computes folded on any layer, refused ones included).
 Transform ReferenceTransform(const FuzzCase& fuzz_case);
 
-// |model - exact| <= bound for one output element whose absolute products sum to abs_sum
-// over `steps` m8n8k4 steps and `splits` partials. Per step the V100 model's alignment and
-// truncation lose at most 13 x 2^-23 of the largest term (for V100, abs_sum counts subnormal
-// factors at 2^-14, as its alignment does), the FMA chain 4 roundings, the exact model one;
-// each reduction add one rounding.
-double ModelErrorBound(double abs_sum, int steps, int splits);
+// ModelErrorBound: reference/error_bound.h (shared with the Python package's bound mode).
+using mxdiff::ModelErrorBound;
 
 }  // namespace mxdiff::fuzz

@@ -97,6 +97,15 @@ def build_cases(opt, tmp):
         Case("--external of a missing file", campaign + gemm + [os.path.join(tmp, "missing.so")], 2,
              [r"--external .*missing\.so: no such file"]),
         Case("--external of a real library", campaign + gemm + [opt.example_kernel], 0, [r"arguments ok"]),
+        # --python (issue 20): MODULE:FUNCTION, not beside --external, needs fuzz_gemm.
+        Case("--python without a function", campaign + ["--check-args", "--targets", "fuzz_gemm", "--python", "mod"], 2,
+             [r"--python mod: expected MODULE:FUNCTION"]),
+        Case("--python and --external", campaign + ["--check-args", "--targets", "fuzz_gemm", "--python", "m:f",
+                                                     "--external", opt.example_kernel], 2, [r"give one"]),
+        Case("--python without fuzz_gemm", campaign + ["--check-args", "--targets", "fuzz_reference", "--python",
+                                                       "m:f"], 2, [r"--python is fuzzed by fuzz_gemm"]),
+        Case("--python m:f", campaign + ["--check-args", "--targets", "fuzz_gemm", "--python", "pkg.mod:fn"], 0,
+             [r"arguments ok"]),
     ]
 
     # --- item 9: a usage error is one line; ./run's are run's.

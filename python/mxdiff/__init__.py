@@ -1,0 +1,486 @@
+"""mxdiff from Python: the C++ oracle, formats, admission rule, audit and case format of this
+repository (bound through nanobind, never re-implemented), and `check`, which runs a Python
+kernel on mxdiff cases in bits mode or bound mode (python/README.md)."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import tempfile
+import traceback as _traceback
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from . import _core
+
+__all__ = [
+    "TRANSFORMS", "MODELS", "Tactic", "Case", "Finding", "Admission",
+    "e2m1_decode", "e2m1_encode", "e8m0_decode", "e8m0_encode", "pack_codes", "unpack_codes",
+    "dequantize", "prepared_scale", "transform_table", "spec_deviation_table", "admit", "audit",
+    "fold_admitted_set", "admission_rule_version", "reference_gemm", "model_error_bound",
+    "read_case", "decode_case", "generate_case", "generate_cases", "write_case", "check",
+]
+
+TRANSFORMS = ("ordinary", "folded")
+MODELS = ("v100", "sm90-emulated", "sm90-emulated-ftz", "exact")
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _cpu_array(x, dtype):
+    """A C-contiguous array of `dtype` for _core; torch CPU tensors and NumPy arrays of that
+    dtype pass through without a copy (nanobind reads them through DLPack / the buffer). fp16
+    data must be float16 (or its uint16 bits): other floats are refused, never rounded here;
+    integers are converted only where no value changes."""
+    if _is_torch(x):
+        return x.contiguous()
+    if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+        return x  # any DLPack producer: nanobind imports it in place and checks its dtype
+    array = np.asarray(x)
+    if dtype == np.float16:
+        if array.dtype not in (np.float16, np.uint16):
+            raise TypeError(f"expected float16 (or its uint16 bits), got {array.dtype}")
+        return np.ascontiguousarray(array)
+    if array.dtype != dtype:
+        if array.dtype.kind not in "iub" or not np.array_equal(array.astype(dtype), array):
+            raise TypeError(f"expected {np.dtype(dtype).name}, got {array.dtype}")
+        array = array.astype(dtype)
+    return np.ascontiguousarray(array)
+
+
+# ---------------------------------------------------------------- formats
+def e2m1_decode(codes) -> np.ndarray:
+    """E2M1 code (low 4 bits) -> its value, float32, same shape."""
+    codes = np.asarray(codes, dtype=np.uint8)
+    return _core.e2m1_decode(np.ascontiguousarray(codes).ravel()).reshape(codes.shape)
+
+
+def e2m1_encode(values) -> np.ndarray:
+    """Value -> the nearest E2M1 code (ties to the even code, saturating at +-6, -0.0 -> 8)."""
+    values = np.asarray(values, dtype=np.float64)
+    return _core.e2m1_encode(np.ascontiguousarray(values).ravel()).reshape(values.shape)
+
+
+def e8m0_decode(scales) -> np.ndarray:
+    """UE8M0 byte -> 2^(raw - 127) as float64; 255 is NaN (the OCP MX spec)."""
+    scales = np.asarray(scales, dtype=np.uint8)
+    return _core.e8m0_decode(np.ascontiguousarray(scales).ravel()).reshape(scales.shape)
+
+
+def e8m0_encode(values) -> np.ndarray:
+    """Positive value -> the byte of the largest power of two <= it (clamped to 0..254); NaN, +Inf -> 255."""
+    values = np.asarray(values, dtype=np.float64)
+    return _core.e8m0_encode(np.ascontiguousarray(values).ravel()).reshape(values.shape)
+
+
+def unpack_codes(packed) -> np.ndarray:
+    """[..., K/2] packed bytes -> [..., K] codes (the low nibble holds the even k)."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    out = np.empty(packed.shape[:-1] + (packed.shape[-1] * 2,), dtype=np.uint8)
+    out[..., 0::2] = packed & 0xF
+    out[..., 1::2] = packed >> 4
+    return out
+
+
+def pack_codes(codes) -> np.ndarray:
+    codes = np.asarray(codes, dtype=np.uint8)
+    return ((codes[..., 0::2] & 0xF) | ((codes[..., 1::2] & 0xF) << 4)).astype(np.uint8)
+
+
+def dequantize(transform: str, codes, scales) -> np.ndarray:
+    """The kernels' fp16 weight for each (code, raw scale byte) pair under a transform."""
+    codes = np.asarray(codes, dtype=np.uint8)
+    scales = np.broadcast_to(np.asarray(scales, dtype=np.uint8), codes.shape)
+    bits = _core.dequantize(transform, np.ascontiguousarray(codes).ravel(), np.ascontiguousarray(scales).ravel())
+    return bits.view(np.float16).reshape(codes.shape)
+
+
+def prepared_scale(transform: str, raw: int) -> int:
+    """The fp16 bits a raw scale byte is prepared into (reference/transform.h)."""
+    return _core.prepared_scale(transform, raw)
+
+
+def transform_table(transform: str = "ordinary") -> np.ndarray:
+    """[256, 16] float16: the weight of code c under raw scale byte r is table[r, c]."""
+    return _core.transform_table(transform).view(np.float16)
+
+
+def spec_deviation_table(transform: str = "ordinary") -> np.ndarray:
+    """[256, 16] uint8: how the transform's weight relates to the MX spec's value (names in
+    `spec_deviation_names()`: none, flushed-to-zero, saturated, ...)."""
+    return _core.spec_deviation_table(transform)
+
+
+def spec_deviation_names() -> list:
+    return _core.spec_deviation_names()
+
+
+fold_admitted_set = _core.fold_admitted_set
+admission_rule_version = _core.admission_rule_version
+model_error_bound = _core.model_error_bound
+
+
+@dataclasses.dataclass
+class Admission:
+    admitted: bool
+    refused_count: int
+    refused: list  # [(index, raw)], the first max_reported
+    description: str
+    rule_version: str
+
+
+def admit(scales, max_reported: int = 16) -> Admission:
+    """The fold admission of one layer's scale bytes (reference/admission.h: AdmitLayer)."""
+    return Admission(**_core.admit(_cpu_array(scales, np.uint8), max_reported))
+
+
+@dataclasses.dataclass
+class AuditReport:
+    status: int  # mxdiff audit's exit status: 0 admitted, 1 a layer refused, 2 an error
+    report: str  # its text report, or its JSON with json=True
+
+
+def audit(paths, *, keep_going: bool = False, pattern: Optional[str] = None, json: bool = False) -> AuditReport:
+    """`mxdiff audit` on checkpoint files (checkpoint/audit.h): the same verdicts and report."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return AuditReport(*_core.audit([os.fspath(p) for p in paths], keep_going, pattern, json))
+
+
+# ---------------------------------------------------------------- the oracle
+@dataclasses.dataclass(frozen=True)
+class Tactic:
+    """Only cta_k and splits decide the split-K partition, hence the bits."""
+    cta_k: int = 32
+    splits: int = 1
+
+
+def _tactic(tactic) -> Tactic:
+    if tactic is None:
+        return Tactic()
+    if isinstance(tactic, Tactic):
+        return tactic
+    if isinstance(tactic, dict):
+        return Tactic(**tactic)
+    return Tactic(*tactic)
+
+
+def reference_gemm(activations, codes, scales, row_offsets, n: int, k: int, *, transform: str = "ordinary",
+                   model: str = "sm90-emulated", tactic=None, threads: int = 0, f32: bool = False):
+    """The C++ reference GEMM: [rows, n] float16 (float32 with f32=True), bit for bit the
+    oracle's. NumPy arrays and CPU torch tensors are read in place; torch in, torch out."""
+    t = _tactic(tactic)
+    args = (_cpu_array(activations, np.float16), _cpu_array(codes, np.uint8), _cpu_array(scales, np.uint8),
+            _cpu_array(row_offsets, np.int32), n, k, transform, model, t.cta_k, t.splits, threads)
+    out = (_core.reference_gemm_f32(*args).view(np.float32) if f32 else _core.reference_gemm(*args).view(np.float16))
+    if _is_torch(activations):
+        import torch
+        return torch.from_numpy(out)
+    return out
+
+
+# ---------------------------------------------------------------- cases
+class Case:
+    """One fuzz case (fuzz/formats/case_format.h, format v2). Tensors are views of the case."""
+
+    def __init__(self, data: "_core.CaseData", path: Optional[str] = None):
+        self._data = data
+        self.path = path
+
+    groups = property(lambda self: self._data.groups)
+    n = property(lambda self: self._data.n)
+    k = property(lambda self: self._data.k)
+    rows = property(lambda self: self._data.rows)
+    tactic = property(lambda self: self._data.tactic)
+
+    @property
+    def activations(self) -> np.ndarray:
+        """[rows, k] float16 (a view)."""
+        return self._data.activation_bits.view(np.float16)
+
+    @property
+    def codes(self) -> np.ndarray:
+        """[groups, n, k/2] packed E2M1 codes (a view)."""
+        return self._data.codes
+
+    @property
+    def scales(self) -> np.ndarray:
+        """[groups, n, k/32] UE8M0 bytes (a view)."""
+        return self._data.scales
+
+    @property
+    def row_offsets(self) -> np.ndarray:
+        return self._data.row_offsets
+
+    def _get(name):
+        return property(lambda self: getattr(self._data, name), lambda self, v: setattr(self._data, name, v))
+
+    model = _get("model")
+    request = _get("request")
+    cta_k = _get("cta_k")
+    splits = _get("splits")
+    del _get
+
+    def describe(self) -> str:
+        return self._data.describe()
+
+    def encode(self) -> bytes:
+        return self._data.encode()
+
+    def write(self, path) -> str:
+        with open(path, "wb") as f:
+            f.write(self.encode())
+        return os.fspath(path)
+
+    def copy(self) -> "Case":
+        return Case(self._data.copy(), self.path)
+
+    def reference(self, *, transform: Optional[str] = None, model: Optional[str] = None, tactic=None) -> np.ndarray:
+        """The oracle's output for this case (by default under the case's own settings)."""
+        if transform is None:
+            transform = "folded" if self.request == "folded" else "ordinary"
+        return reference_gemm(self.activations, self.codes, self.scales, self.row_offsets, self.n, self.k,
+                              transform=transform, model=model or self.model,
+                              tactic=tactic or Tactic(self.cta_k, self.splits))
+
+    def __repr__(self) -> str:
+        where = f" {self.path}" if self.path else ""
+        return f"<mxdiff.Case{where} groups={self.groups} rows={self.rows} n={self.n} k={self.k} {self.model}>"
+
+
+def decode_case(data: bytes, path: Optional[str] = None) -> Case:
+    """Decodes (strictly: ValueError naming the field) and materializes a .case file's bytes."""
+    return Case(_core.decode_case(bytes(data)), path)
+
+
+def read_case(path) -> Case:
+    with open(path, "rb") as f:
+        return decode_case(f.read(), os.fspath(path))
+
+
+def write_case(case: Case, path) -> str:
+    return case.write(path)
+
+
+def generate_case(seed: int, n: int, k: int, rows_per_group: Sequence[int], *, activations: Optional[str] = None,
+                  codes: Optional[str] = None, scales: Optional[str] = None, model: str = "sm90-emulated",
+                  request: str = "ordinary", tactic=None) -> Case:
+    """A format-v2 case of this shape whose tensors are generator recipes drawn from `seed`
+    (value classes of fuzz/formats/tensor_recipe.h: normal, subnormal, specials, narrow,
+    uniform, checkpoint for scales), unless a class is named."""
+    t = _tactic(tactic)
+    return Case(_core.generate_case(seed, n, k, list(rows_per_group), activations, codes, scales, model, request,
+                                    t.cta_k, t.splits))
+
+
+# Small shapes of the real decode's kinds: a few experts, some empty, K over several blocks.
+_SHAPES = ((16, 64, (3,)), (8, 128, (2, 0, 1)), (32, 32, (1,)), (24, 96, (4, 2)), (8, 256, (0, 5)),
+           (40, 64, (1, 1, 1, 1)), (16, 160, (6,)), (64, 32, (2, 0, 0, 3)))
+
+
+def generate_cases(count: int, seed: int = 0, *, shapes=None, **kwargs) -> list:
+    """`count` cases from consecutive seeds, cycling over small decode-like shapes."""
+    shapes = shapes or _SHAPES
+    out = []
+    for i in range(count):
+        n, k, rows = shapes[(seed + i) % len(shapes)]
+        out.append(generate_case(seed * 1_000_003 + i, n, k, rows, **kwargs))
+    return out
+
+
+# ---------------------------------------------------------------- check
+@dataclasses.dataclass
+class Finding:
+    kind: str  # python/bits, python/bound, python/specials, python/raised, python/shape
+    message: str
+    case_path: str
+    case: Case
+    traceback: Optional[str] = None
+    mismatches: int = 0
+    first: Optional[tuple] = None  # (row, column)
+    reproduced_by: list = dataclasses.field(default_factory=list)  # [(transform, model, splits)]
+
+    def __str__(self) -> str:
+        text = f"{self.kind}: {self.message}\n  case: {self.case_path} (explain: tools/repro {self.case_path})"
+        if self.traceback:
+            text += "\n  traceback:\n" + "".join("    " + line + "\n" for line in self.traceback.rstrip().splitlines())
+        return text
+
+
+def _kernel_output(result, rows: int, n: int):
+    """The kernel's result as a [rows, n] float16 NumPy array, or the reason it is not one."""
+    if _is_torch(result):
+        result = result.detach().cpu().numpy()
+    if not isinstance(result, np.ndarray):
+        return None, f"returned {type(result).__name__}, expected a float16 array of shape ({rows}, {n})"
+    if result.dtype != np.float16 or result.shape != (rows, n):
+        return None, f"returned {result.dtype} {result.shape}, expected float16 ({rows}, {n})"
+    return np.ascontiguousarray(result), None
+
+
+def _f16(bits) -> str:
+    value = np.uint16(bits).view(np.float16)
+    return f"0x{int(bits):04x} ({float(value)!r})"
+
+
+def reproducing_arithmetics(case: Case, output_bits: np.ndarray, splits_tried=(1, 2, 3, 4)) -> list:
+    """Every (transform, model, splits) with cta_k 32 whose reference gives exactly these bits."""
+    found = []
+    for transform in TRANSFORMS:
+        for model in MODELS:
+            seen = set()
+            for s in splits_tried:
+                s_eff = _core.effective_splits(case.k, 32, s)
+                if s_eff in seen:
+                    continue
+                seen.add(s_eff)
+                ref = case.reference(transform=transform, model=model, tactic=Tactic(32, s_eff))
+                if np.array_equal(ref.view(np.uint16), output_bits):
+                    found.append((transform, model, s_eff))
+    return found
+
+
+def _explain_element(case: Case, transform: str, row: int, column: int) -> str:
+    """What is special in the inputs of one output element: the weights' deviations from the MX
+    spec under the transform, the scale bytes seen, the activations' specials and subnormals."""
+    group = int(np.searchsorted(case.row_offsets, row, side="right") - 1)
+    codes = unpack_codes(case.codes[group, column])
+    raws = np.repeat(case.scales[group, column], 32)
+    deviations = spec_deviation_table(transform)[raws, codes]
+    names = spec_deviation_names()
+    parts = [f"{np.count_nonzero(deviations == d)} {names[d]}" for d in range(1, len(names))
+             if np.count_nonzero(deviations == d)]
+    a = case.activations[row].astype(np.float32)
+    subnormal = np.count_nonzero((a != 0) & (np.abs(a) < 2.0 ** -14))
+    text = (f"weights of column {column} (group {group}) vs the MX spec under {transform}: "
+            f"{', '.join(parts) if parts else 'all equal'}; scale bytes {sorted(set(case.scales[group, column].tolist()))}; "
+            f"activations of row {row}: {np.count_nonzero(np.isnan(a))} NaN, {np.count_nonzero(np.isinf(a))} Inf, "
+            f"{subnormal} subnormal")
+    return text
+
+
+def _write_finding(case: Case, kind: str, out_dir: str, transform: str, model: str, tactic: Tactic) -> tuple:
+    written = case.copy()
+    written.model = model
+    written.request = transform
+    written.cta_k = tactic.cta_k
+    written.splits = tactic.splits
+    data = written.encode()
+    digest = hashlib.sha1(data).hexdigest()[:16]
+    path = os.path.join(out_dir, f"{kind.replace('/', '.')}.{digest}.case")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path, written
+
+
+class _KernelTimeout(BaseException):
+    """Raised into the kernel's thread by check's watchdog (a BaseException: kernels' own
+    `except Exception` does not swallow it)."""
+
+
+def _call_with_timeout(kernel, inputs, timeout):
+    if timeout is None:
+        return kernel(*inputs)
+    import ctypes
+    import threading
+    target = threading.get_ident()
+    fired = threading.Event()
+
+    def fire():
+        fired.set()
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(_KernelTimeout))
+
+    timer = threading.Timer(timeout, fire)
+    timer.start()
+    try:
+        return kernel(*inputs)
+    finally:
+        timer.cancel()
+        if fired.is_set():  # fired after the kernel returned: take back the pending exception
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
+
+
+def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", transform: str = "ordinary",
+          mode: str = "bits", tactic=None, out_dir: Optional[str] = None, explain: bool = True,
+          timeout: Optional[float] = None) -> list:
+    """Runs kernel(activations[rows, k] float16, codes[groups, n, k/2] uint8, scales[groups, n, k/32]
+    uint8, row_offsets[groups + 1] int32) -> [rows, n] float16 on each case (read-only views).
+
+    mode="bits": the output must be the reference's bits under (transform, model, tactic);
+    each finding lists the (transform, model, splits) that would reproduce the kernel's bits.
+    mode="bound": each element must lie within the reference's proven error bound of the exact
+    model (fp16-widened), NaN must stay NaN and each Inf keep its sign.
+    timeout: seconds per case; a kernel still running Python code past it is python/timeout (one
+    stuck in native code cannot be interrupted from Python: run it under the fuzzer's embedded
+    kernel, whose harness has its own limit).
+    Returns the findings; each has a .case file in out_dir that tools/repro explains."""
+    if mode not in ("bits", "bound"):
+        raise ValueError(f"mode must be 'bits' or 'bound', not {mode!r}")
+    if transform not in TRANSFORMS:
+        raise ValueError(f"transform must be one of {TRANSFORMS}")
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}")
+    t = _tactic(tactic)
+    out_dir = out_dir or tempfile.mkdtemp(prefix="mxdiff-findings-")
+    os.makedirs(out_dir, exist_ok=True)
+    findings = []
+    for case in cases:
+        if isinstance(case, (str, os.PathLike)):
+            case = read_case(case)
+        rows, n, k = case.rows, case.n, case.k
+        inputs = [case.activations, case.codes, case.scales, case.row_offsets]
+        for array in inputs:
+            array.flags.writeable = False
+
+        def finding(kind, message, **extra):
+            path, written = _write_finding(case, kind, out_dir, transform, model, t)
+            findings.append(Finding(kind, message, path, written, **extra))
+
+        try:
+            result = _call_with_timeout(kernel, inputs, timeout)
+        except _KernelTimeout:
+            finding("python/timeout", f"still running after {timeout} s", traceback=_traceback.format_exc())
+            continue
+        except Exception as error:  # the kernel's own failure is the finding
+            finding("python/raised", f"{type(error).__name__}: {error}", traceback=_traceback.format_exc())
+            continue
+        output, problem = _kernel_output(result, rows, n)
+        if output is None:
+            finding("python/shape", problem)
+            continue
+        got = output.view(np.uint16)
+        if mode == "bits":
+            expected = case.reference(transform=transform, model=model, tactic=t).view(np.uint16)
+            bad = np.argwhere(got != expected)
+            if len(bad) == 0:
+                continue
+            r, c = (int(x) for x in bad[0])
+            reproduced = reproducing_arithmetics(case, got) if explain else []
+            message = (f"{len(bad)} of {rows * n} elements differ from the reference ({transform}, {model}, "
+                       f"cta_k {t.cta_k}, splits {t.splits}); first ({r}, {c}): kernel {_f16(got[r, c])}, "
+                       f"reference {_f16(expected[r, c])}; reproduced by: "
+                       + (", ".join(f"{a[0]} {a[1]} splits {a[2]}" for a in reproduced) if reproduced else "none"))
+            if explain:
+                message += "; " + _explain_element(case, transform, r, c)
+            finding("python/bits", message, mismatches=len(bad), first=(r, c), reproduced_by=reproduced)
+        else:
+            status, exact, low, high = _core.bound_verdicts(
+                *(_cpu_array(x, d) for x, d in zip(inputs, (np.float16, np.uint8, np.uint8, np.int32))),
+                n, k, transform, got, max(1, k // 32))
+            bad = np.argwhere(status != 0)
+            if len(bad) == 0:
+                continue
+            r, c = (int(x) for x in bad[0])
+            kind = "python/specials" if status[r, c] == 2 else "python/bound"
+            what = ("the real sum is " + repr(float(low[r, c])) + ", which the kernel must keep"
+                    if kind == "python/specials" else
+                    f"allowed [{float(low[r, c])!r}, {float(high[r, c])!r}] around the exact model's {float(exact[r, c])!r}")
+            message = (f"{len(bad)} of {rows * n} elements outside the bound ({transform}); first ({r}, {c}): "
+                       f"kernel {_f16(got[r, c])}, {what}")
+            if explain:
+                message += "; " + _explain_element(case, transform, r, c)
+            finding(kind, message, mismatches=len(bad), first=(r, c))
+    return findings

@@ -1,0 +1,511 @@
+// mxdiff._core: the C++ libraries of this repository behind Python (python/README.md). Every rule
+// (transforms, admission, the audit, the oracle, the error bound, the case format) is the C++
+// one, called; nothing here decides anything the C++ tools decide otherwise. Arrays cross as
+// nanobind ndarrays: NumPy arrays and (CPU) PyTorch tensors through DLPack, read in place.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "checkpoint/audit.h"
+#include "fuzz/formats/case_format.h"
+#include "fuzz/formats/tensor_recipe.h"
+#include "kernels/route.h"
+#include "reference/admission.h"
+#include "reference/error_bound.h"
+#include "reference/fp16.h"
+#include "reference/mx_spec.h"
+#include "reference/problem.h"
+#include "reference/reference_gemm.h"
+#include "reference/split_plan.h"
+#include "reference/step_model.h"
+#include "reference/transform.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace mxdiff::python {
+namespace {
+
+using AnyArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+template <typename T>
+using OutArray = nb::ndarray<nb::numpy, T>;
+
+void Check(const absl::Status& status) {
+  if (!status.ok()) throw nb::value_error(std::string(status.message()).c_str());
+}
+
+// A NumPy array owning `values` (moved to the heap, freed with the array).
+template <typename T>
+OutArray<T> Owned(std::vector<T>&& values, std::initializer_list<size_t> shape) {
+  auto* heap = new std::vector<T>(std::move(values));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return OutArray<T>(heap->data(), shape.size(), shape.begin(), owner);
+}
+
+bool IsDtype(const AnyArray& array, nb::dlpack::dtype_code code, int bits) {
+  const nb::dlpack::dtype dtype = array.dtype();
+  return dtype.code == uint8_t(code) && dtype.bits == bits && dtype.lanes == 1;
+}
+
+// fp16 values or their uint16 bits, read in place.
+std::span<const uint16_t> F16Span(const AnyArray& array, const char* what) {
+  if (!IsDtype(array, nb::dlpack::dtype_code::Float, 16) && !IsDtype(array, nb::dlpack::dtype_code::UInt, 16) &&
+      !IsDtype(array, nb::dlpack::dtype_code::Int, 16)) {
+    throw nb::type_error((std::string(what) + ": expected float16 (or its uint16 bits)").c_str());
+  }
+  return {static_cast<const uint16_t*>(array.data()), array.size()};
+}
+
+std::span<const uint8_t> U8Span(const AnyArray& array, const char* what) {
+  if (!IsDtype(array, nb::dlpack::dtype_code::UInt, 8) && !IsDtype(array, nb::dlpack::dtype_code::Int, 8)) {
+    throw nb::type_error((std::string(what) + ": expected uint8").c_str());
+  }
+  return {static_cast<const uint8_t*>(array.data()), array.size()};
+}
+
+std::span<const int32_t> I32Span(const AnyArray& array, const char* what) {
+  if (!IsDtype(array, nb::dlpack::dtype_code::Int, 32)) {
+    throw nb::type_error((std::string(what) + ": expected int32").c_str());
+  }
+  return {static_cast<const int32_t*>(array.data()), array.size()};
+}
+
+Transform ParseTransform(std::string_view name) {
+  if (name == "ordinary") return Transform::kOrdinary;
+  if (name == "folded") return Transform::kFolded;
+  throw nb::value_error(("unknown transform '" + std::string(name) + "' (ordinary, folded)").c_str());
+}
+
+StepModel ParseModel(std::string_view name) {
+  if (std::optional<StepModel> model = ParseStepModel(name)) return *model;
+  throw nb::value_error(
+      ("unknown model '" + std::string(name) + "' (v100, sm90-emulated, sm90-emulated-ftz, exact)").c_str());
+}
+
+TransformRequest ParseRequest(std::string_view name) {
+  for (TransformRequest request : {TransformRequest::kOrdinary, TransformRequest::kFolded, TransformRequest::kAuto}) {
+    if (TransformRequestName(request) == name) return request;
+  }
+  throw nb::value_error(("unknown transform request '" + std::string(name) + "' (ordinary, folded, auto)").c_str());
+}
+
+fuzz::ValueClass ParseValueClass(fuzz::TensorKind kind, std::string_view name) {
+  for (int i = 0; i < fuzz::kValueClassCount; ++i) {
+    const fuzz::ValueClass value_class = fuzz::ValueClass(i);
+    if (fuzz::ValueClassName(value_class) == name && fuzz::ValueClassAllowed(kind, value_class)) return value_class;
+  }
+  throw nb::value_error(
+      ("value class '" + std::string(name) + "' is not one of " + fuzz::TensorKindName(kind)).c_str());
+}
+
+GroupedProblem MakeProblem(const AnyArray& activations, const AnyArray& codes, const AnyArray& scales,
+                           const AnyArray& row_offsets, int n, int k) {
+  GroupedProblem problem;
+  problem.row_offsets = I32Span(row_offsets, "row_offsets");
+  problem.groups = int(problem.row_offsets.size()) - 1;
+  problem.n = n;
+  problem.k = k;
+  problem.activations = F16Span(activations, "activations");
+  problem.packed_codes = U8Span(codes, "codes");
+  problem.scale_bytes = U8Span(scales, "scales");
+  if (problem.groups < 1) throw nb::value_error("row_offsets: needs groups + 1 >= 2 entries");
+  Check(ValidateProblem(problem));
+  return problem;
+}
+
+ReferenceOptions MakeOptions(std::string_view transform, std::string_view model, int cta_k, int splits,
+                             int threads) {
+  ReferenceOptions options;
+  options.transform = ParseTransform(transform);
+  options.model = ParseModel(model);
+  options.tactic.cta_k = cta_k;
+  options.tactic.splits = splits;
+  options.threads = threads;
+  return options;
+}
+
+// The largest fp16 <= x and the smallest fp16 >= x (x finite double), as bits.
+uint16_t F16Down(uint16_t h) { return h == 0x0000 ? 0x8001 : (h & 0x8000) ? uint16_t(h + 1) : uint16_t(h - 1); }
+uint16_t F16Up(uint16_t h) { return h == 0x8000 ? 0x0001 : (h & 0x8000) ? uint16_t(h - 1) : uint16_t(h + 1); }
+double F16Value(uint16_t h) { return double(f16_to_f32(h)); }
+uint16_t F16Floor(double x) {
+  uint16_t h = f32_to_f16_rne(float(x));
+  while (F16Value(h) > x) h = F16Down(h);
+  return h;
+}
+uint16_t F16Ceil(double x) {
+  uint16_t h = f32_to_f16_rne(float(x));
+  while (F16Value(h) < x) h = F16Up(h);
+  return h;
+}
+
+// Bound mode (python/README.md): each fp16 output against the exact model's fp32 value and the
+// proven bound of reference/error_bound.h, widened to the fp16 values around it.
+// Status per element: 0 within, 1 outside the bound, 2 a special (NaN, Inf) not kept.
+nb::tuple BoundVerdicts(const AnyArray& activations, const AnyArray& codes, const AnyArray& scales,
+                        const AnyArray& row_offsets, int n, int k, std::string_view transform_name,
+                        const AnyArray& output, int bound_splits) {
+  const GroupedProblem problem = MakeProblem(activations, codes, scales, row_offsets, n, k);
+  const std::span<const uint16_t> out = F16Span(output, "output");
+  const size_t rows = size_t(problem.rows()), elements = rows * size_t(n);
+  if (out.size() != elements) throw nb::value_error("output: size is not rows x n");
+  ReferenceOptions options;
+  options.transform = ParseTransform(transform_name);
+  options.model = StepModel::kExact;
+  std::vector<uint32_t> exact_f32;
+  std::vector<uint8_t> status(elements, 0);
+  std::vector<double> low(elements), high(elements), exact(elements);
+  {
+    nb::gil_scoped_release release;
+    Check(ReferenceGemmF32(problem, options, exact_f32));
+    std::vector<double> weights(static_cast<size_t>(k));
+    for (int g = 0; g < problem.groups; ++g) {
+      const int first = problem.row_offsets[g], last = problem.row_offsets[g + 1];
+      for (int column = 0; column < n && first < last; ++column) {
+        const uint8_t* packed = problem.packed_codes.data() + (size_t(g) * n + column) * size_t(k) / 2;
+        const uint8_t* raws = problem.scale_bytes.data() + (size_t(g) * n + column) * size_t(k) / kBlockK;
+        for (int kk = 0; kk < k; ++kk) {
+          weights[kk] = F16Value(
+              dequantize(options.transform, unpack_code(packed, kk), prepared_scale(options.transform, raws[kk / kBlockK])));
+        }
+        for (int row = first; row < last; ++row) {
+          const uint16_t* a = problem.activations.data() + size_t(row) * size_t(k);
+          double sum = 0.0, abs_sum = 0.0;
+          for (int kk = 0; kk < k; ++kk) {
+            const double product = F16Value(a[kk]) * weights[kk];
+            sum += product;
+            abs_sum += std::fabs(product);
+          }
+          const size_t flat = size_t(row) * size_t(n) + size_t(column);
+          const double got = F16Value(out[flat]);
+          exact[flat] = double(bits_to_f32(exact_f32[flat]));
+          if (!std::isfinite(sum)) {
+            low[flat] = high[flat] = sum;
+            const bool kept = std::isnan(sum) ? std::isnan(got) : got == sum;
+            status[flat] = kept ? 0 : 2;
+            continue;
+          }
+          const double bound = ModelErrorBound(abs_sum, k / 4, bound_splits);
+          const double lo = F16Value(F16Floor(exact[flat] - bound)), hi = F16Value(F16Ceil(exact[flat] + bound));
+          low[flat] = lo;
+          high[flat] = hi;
+          status[flat] = (!std::isnan(got) && got >= lo && got <= hi) ? 0 : 1;
+        }
+      }
+    }
+  }
+  return nb::make_tuple(Owned(std::move(status), {rows, size_t(n)}), Owned(std::move(exact), {rows, size_t(n)}),
+                        Owned(std::move(low), {rows, size_t(n)}), Owned(std::move(high), {rows, size_t(n)}));
+}
+
+OutArray<uint16_t> RunReference(const AnyArray& activations, const AnyArray& codes, const AnyArray& scales,
+                                const AnyArray& row_offsets, int n, int k, std::string_view transform,
+                                std::string_view model, int cta_k, int splits, int threads) {
+  const GroupedProblem problem = MakeProblem(activations, codes, scales, row_offsets, n, k);
+  const ReferenceOptions options = MakeOptions(transform, model, cta_k, splits, threads);
+  std::vector<uint16_t> output;
+  {
+    nb::gil_scoped_release release;
+    Check(ReferenceGemm(problem, options, output));
+  }
+  return Owned(std::move(output), {size_t(problem.rows()), size_t(n)});
+}
+
+OutArray<uint32_t> RunReferenceF32(const AnyArray& activations, const AnyArray& codes, const AnyArray& scales,
+                                   const AnyArray& row_offsets, int n, int k, std::string_view transform,
+                                   std::string_view model, int cta_k, int splits, int threads) {
+  const GroupedProblem problem = MakeProblem(activations, codes, scales, row_offsets, n, k);
+  const ReferenceOptions options = MakeOptions(transform, model, cta_k, splits, threads);
+  std::vector<uint32_t> output;
+  {
+    nb::gil_scoped_release release;
+    Check(ReferenceGemmF32(problem, options, output));
+  }
+  return Owned(std::move(output), {size_t(problem.rows()), size_t(n)});
+}
+
+// E2M1: code -> value; value -> the nearest code (ties to the even code, beyond +-6 saturating,
+// the sign kept, so -0.0 is code 8).
+OutArray<float> E2m1Decode(const AnyArray& codes) {
+  const std::span<const uint8_t> in = U8Span(codes, "codes");
+  std::vector<float> out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    out[i] = std::copysign(float(std::abs(E2m1Halves(in[i] & 0xF))) / 2.0f, (in[i] & 0x8) ? -1.0f : 1.0f);
+  }
+  return Owned(std::move(out), {in.size()});
+}
+
+OutArray<uint8_t> E2m1Encode(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu, double>& values) {
+  const double* in = values.data();
+  std::vector<uint8_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double x = in[i];
+    if (std::isnan(x)) throw nb::value_error("e2m1_encode: NaN has no E2M1 code");
+    const double magnitude = std::fabs(x);
+    int best = 0;
+    for (int code = 1; code < 8; ++code) {
+      const double d = std::fabs(E2m1Halves(uint8_t(code)) / 2.0 - magnitude),
+                   best_d = std::fabs(E2m1Halves(uint8_t(best)) / 2.0 - magnitude);
+      if (d < best_d || (d == best_d && (code & 1) == 0)) best = code;
+    }
+    out[i] = uint8_t(best | (std::signbit(x) ? 0x8 : 0));
+  }
+  return Owned(std::move(out), {values.size()});
+}
+
+// E8M0: raw -> 2^(raw - 127), raw 255 NaN; value -> the raw of the largest power of two <= it
+// (NaN and +Inf: 255; clamped to 0..254).
+OutArray<double> E8m0Decode(const AnyArray& raws) {
+  const std::span<const uint8_t> in = U8Span(raws, "scales");
+  std::vector<double> out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) out[i] = in[i] == 0xFF ? std::nan("") : std::ldexp(1.0, int(in[i]) - 127);
+  return Owned(std::move(out), {in.size()});
+}
+
+OutArray<uint8_t> E8m0Encode(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu, double>& values) {
+  std::vector<uint8_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double x = values.data()[i];
+    if (std::isnan(x) || x == INFINITY) {
+      out[i] = 0xFF;
+      continue;
+    }
+    if (!(x > 0.0)) throw nb::value_error("e8m0_encode: a scale must be positive");
+    const int exponent = std::ilogb(x);
+    out[i] = uint8_t(std::clamp(exponent + 127, 0, 254));
+  }
+  return Owned(std::move(out), {values.size()});
+}
+
+// dequantize(transform, code, prepared_scale(transform, raw)) for every (raw, code): [256, 16]
+// fp16 bits, the kernels' contract (reference/transform.h).
+OutArray<uint16_t> TransformTable(std::string_view transform_name) {
+  const Transform transform = ParseTransform(transform_name);
+  std::vector<uint16_t> out(256 * 16);
+  for (int raw = 0; raw < 256; ++raw) {
+    for (int code = 0; code < 16; ++code) {
+      out[size_t(raw) * 16 + size_t(code)] = dequantize(transform, uint8_t(code), prepared_scale(transform, uint8_t(raw)));
+    }
+  }
+  return Owned(std::move(out), {256, 16});
+}
+
+// ClassifyAgainstSpec for every (raw, code): [256, 16] SpecDeviation values.
+OutArray<uint8_t> SpecDeviationTable(std::string_view transform_name) {
+  const Transform transform = ParseTransform(transform_name);
+  std::vector<uint8_t> out(256 * 16);
+  for (int raw = 0; raw < 256; ++raw) {
+    for (int code = 0; code < 16; ++code) {
+      out[size_t(raw) * 16 + size_t(code)] = uint8_t(ClassifyAgainstSpec(transform, uint8_t(code), uint8_t(raw)));
+    }
+  }
+  return Owned(std::move(out), {256, 16});
+}
+
+OutArray<uint16_t> Dequantize(std::string_view transform_name, const AnyArray& codes, const AnyArray& raws) {
+  const Transform transform = ParseTransform(transform_name);
+  const std::span<const uint8_t> c = U8Span(codes, "codes"), r = U8Span(raws, "scales");
+  if (c.size() != r.size()) throw nb::value_error("dequantize: codes and scales differ in size");
+  std::vector<uint16_t> out(c.size());
+  for (size_t i = 0; i < c.size(); ++i) out[i] = dequantize(transform, c[i] & 0xF, prepared_scale(transform, r[i]));
+  return Owned(std::move(out), {c.size()});
+}
+
+nb::dict Admit(const AnyArray& scales, size_t max_reported) {
+  const LayerAdmission admission = AdmitLayer(U8Span(scales, "scales"), max_reported);
+  nb::list refused;
+  for (const RefusedScale& r : admission.refused) refused.append(nb::make_tuple(r.index, r.raw));
+  nb::dict result;
+  result["admitted"] = admission.admitted;
+  result["refused_count"] = admission.refused_count;
+  result["refused"] = refused;
+  result["description"] = admission.Describe();
+  result["rule_version"] = AdmissionRuleVersion();
+  return result;
+}
+
+nb::tuple Audit(const std::vector<std::string>& paths, bool keep_going, const std::optional<std::string>& pattern,
+                bool json) {
+  audit::AuditOptions options;
+  options.keep_going = keep_going;
+  options.selection.pattern = pattern;
+  std::string report;
+  int status = 0;
+  {
+    nb::gil_scoped_release release;
+    const audit::AuditResult result = audit::RunAudit(paths, options);
+    report = json ? audit::JsonReport(result) : audit::TextReport(result);
+    status = audit::ExitStatus(result);
+  }
+  return nb::make_tuple(status, report);
+}
+
+// Cases (fuzz/formats/case_format.h).
+nb::bytes Encode(const fuzz::FuzzCase& c) {
+  absl::StatusOr<std::vector<uint8_t>> bytes = fuzz::EncodeCase(c);
+  Check(bytes.status());
+  return nb::bytes(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+}
+
+fuzz::FuzzCase Decode(nb::bytes data) {
+  absl::StatusOr<fuzz::FuzzCase> c =
+      fuzz::DecodeCase(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data.c_str()), data.size()));
+  Check(c.status());
+  return *std::move(c);
+}
+
+uint64_t Mix(uint64_t x) {  // SplitMix64's finalizer
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// A format-v2 case of this shape whose three tensors are recipes drawn from `seed` (value class,
+// rare rate and generator seed, unless a class is named), materialized.
+fuzz::FuzzCase Generate(uint64_t seed, int n, int k, const std::vector<int>& rows_per_group,
+                        const std::optional<std::string>& activations_class,
+                        const std::optional<std::string>& codes_class,
+                        const std::optional<std::string>& scales_class, std::string_view model,
+                        std::string_view request, int cta_k, int splits) {
+  using fuzz::TensorKind;
+  using fuzz::ValueClass;
+  fuzz::FuzzCase c;
+  fuzz::ResizeCase(c, int(rows_per_group.size()), n, k, rows_per_group);
+  c.model = ParseModel(model);
+  c.request = ParseRequest(request);
+  c.tactic.cta_k = cta_k;
+  c.tactic.splits = splits;
+  static constexpr ValueClass kActivationClasses[] = {ValueClass::kNormal, ValueClass::kNormal, ValueClass::kNarrow,
+                                                      ValueClass::kSubnormal, ValueClass::kSpecials,
+                                                      ValueClass::kUniform};
+  static constexpr ValueClass kCodeClasses[] = {ValueClass::kNormal, ValueClass::kNormal, ValueClass::kUniform,
+                                                ValueClass::kNarrow, ValueClass::kSubnormal, ValueClass::kSpecials};
+  static constexpr ValueClass kScaleClasses[] = {ValueClass::kCheckpoint, ValueClass::kNormal, ValueClass::kNarrow,
+                                                 ValueClass::kSubnormal, ValueClass::kSpecials, ValueClass::kUniform};
+  const auto pick = [&](TensorKind kind, const std::optional<std::string>& name, const auto& classes) {
+    const uint64_t h = Mix(seed * 3 + uint64_t(kind) + 1);
+    fuzz::TensorRecipe recipe;
+    recipe.value_class = name ? ParseValueClass(kind, *name) : classes[h % std::size(classes)];
+    recipe.rare_log2 = int((h >> 8) % 4) == 0 ? 0 : int(4 + (h >> 16) % 8);
+    recipe.seed = Mix(h);
+    c.recipe(kind) = recipe;
+  };
+  pick(TensorKind::kActivations, activations_class, kActivationClasses);
+  pick(TensorKind::kCodes, codes_class, kCodeClasses);
+  pick(TensorKind::kScales, scales_class, kScaleClasses);
+  Check(fuzz::ValidateCase(c));
+  fuzz::MaterializeCase(c, 1);
+  return c;
+}
+
+template <typename T>
+nb::ndarray<nb::numpy, T> View(std::vector<T>& values, std::initializer_list<size_t> shape) {
+  return nb::ndarray<nb::numpy, T>(values.data(), shape.size(), shape.begin(), nb::handle());
+}
+
+}  // namespace
+}  // namespace mxdiff::python
+
+NB_MODULE(_core, m) {
+  using namespace mxdiff;
+  using namespace mxdiff::python;
+  m.doc() = "mxdiff's C++ oracle, formats, admission rule, audit and case format (python/README.md)";
+
+  m.def("reference_gemm", &RunReference, "activations"_a, "codes"_a, "scales"_a, "row_offsets"_a, "n"_a, "k"_a,
+        "transform"_a, "model"_a, "cta_k"_a, "splits"_a, "threads"_a = 0);
+  m.def("reference_gemm_f32", &RunReferenceF32, "activations"_a, "codes"_a, "scales"_a, "row_offsets"_a, "n"_a, "k"_a,
+        "transform"_a, "model"_a, "cta_k"_a, "splits"_a, "threads"_a = 0);
+  m.def("bound_verdicts", &BoundVerdicts, "activations"_a, "codes"_a, "scales"_a, "row_offsets"_a, "n"_a, "k"_a,
+        "transform"_a, "output"_a, "bound_splits"_a);
+  m.def("model_error_bound", &ModelErrorBound, "abs_sum"_a, "steps"_a, "splits"_a);
+  m.def("effective_splits", &effective_splits, "k"_a, "cta_k"_a, "splits"_a);
+  m.def("e2m1_decode", &E2m1Decode, "codes"_a);
+  m.def("e2m1_encode", &E2m1Encode, "values"_a);
+  m.def("e8m0_decode", &E8m0Decode, "scales"_a);
+  m.def("e8m0_encode", &E8m0Encode, "values"_a);
+  m.def("transform_table", &TransformTable, "transform"_a);
+  m.def("spec_deviation_table", &SpecDeviationTable, "transform"_a);
+  m.def("spec_deviation_names", [] {
+    std::vector<std::string> names;
+    for (int i = 0; i < kSpecDeviationCount; ++i) names.emplace_back(SpecDeviationName(SpecDeviation(i)));
+    return names;
+  });
+  m.def("dequantize", &Dequantize, "transform"_a, "codes"_a, "scales"_a);
+  m.def("prepared_scale", [](std::string_view t, int raw) { return prepared_scale(ParseTransform(t), uint8_t(raw)); },
+        "transform"_a, "raw"_a);
+  m.def("admit", &Admit, "scales"_a, "max_reported"_a = 16);
+  m.def("fold_admitted_set", &DescribeFoldAdmittedSet);
+  m.def("admission_rule_version", [] { return AdmissionRuleVersion(); });
+  m.def("audit", &Audit, "paths"_a, "keep_going"_a = false, "pattern"_a = nb::none(), "json"_a = false);
+
+  nb::class_<fuzz::FuzzCase>(m, "CaseData")
+      .def_prop_ro("groups", [](const fuzz::FuzzCase& c) { return c.groups; })
+      .def_prop_ro("n", [](const fuzz::FuzzCase& c) { return c.n; })
+      .def_prop_ro("k", [](const fuzz::FuzzCase& c) { return c.k; })
+      .def_prop_ro("rows", &fuzz::FuzzCase::rows)
+      .def_prop_ro(
+          "row_offsets",
+          [](fuzz::FuzzCase& c) { return View(c.row_offsets, {c.row_offsets.size()}); },
+          nb::rv_policy::reference_internal)
+      .def_prop_ro(
+          "activation_bits",
+          [](fuzz::FuzzCase& c) { return View(c.activations, {size_t(c.rows()), size_t(c.k)}); },
+          nb::rv_policy::reference_internal)
+      .def_prop_ro(
+          "codes",
+          [](fuzz::FuzzCase& c) { return View(c.packed_codes, {size_t(c.groups), size_t(c.n), size_t(c.k) / 2}); },
+          nb::rv_policy::reference_internal)
+      .def_prop_ro(
+          "scales",
+          [](fuzz::FuzzCase& c) {
+            return View(c.scale_bytes, {size_t(c.groups), size_t(c.n), size_t(c.k) / kBlockK});
+          },
+          nb::rv_policy::reference_internal)
+      .def_prop_rw(
+          "model", [](const fuzz::FuzzCase& c) { return std::string(StepModelName(c.model)); },
+          [](fuzz::FuzzCase& c, std::string_view name) { c.model = ParseModel(name); })
+      .def_prop_rw(
+          "request", [](const fuzz::FuzzCase& c) { return std::string(TransformRequestName(c.request)); },
+          [](fuzz::FuzzCase& c, std::string_view name) { c.request = ParseRequest(name); })
+      .def_prop_rw(
+          "cta_k", [](const fuzz::FuzzCase& c) { return c.tactic.cta_k; },
+          [](fuzz::FuzzCase& c, int v) { c.tactic.cta_k = v; })
+      .def_prop_rw(
+          "splits", [](const fuzz::FuzzCase& c) { return c.tactic.splits; },
+          [](fuzz::FuzzCase& c, int v) { c.tactic.splits = v; })
+      .def_prop_ro("tactic", [](const fuzz::FuzzCase& c) { return TacticName(c.tactic); })
+      .def("describe", [](const fuzz::FuzzCase& c) { return fuzz::DescribeCase(c); })
+      .def("encode", &Encode)
+      .def("copy", [](const fuzz::FuzzCase& c) { return fuzz::FuzzCase(c); })
+      // Makes every tensor explicit (byte by byte) where it fits the format, e.g. after the caller
+      // edited a materialized tensor in place.
+      .def("drop_recipes", [](fuzz::FuzzCase& c) {
+        for (auto& recipe : c.recipes) recipe.reset();
+        Check(fuzz::ValidateCase(c));
+      });
+  m.def("decode_case", &Decode, "data"_a);
+  // (groups, n, k, rows) of a case without materializing its tensors.
+  m.def("case_shape", [](nb::bytes data) {
+    fuzz::FuzzCase c;
+    Check(fuzz::DecodeCaseInto(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data.c_str()), data.size()),
+                               c, fuzz::Materialize::kNo));
+    return nb::make_tuple(c.groups, c.n, c.k, c.rows());
+  }, "data"_a);
+  m.def("generate_case", &Generate, "seed"_a, "n"_a, "k"_a, "rows_per_group"_a, "activations"_a = nb::none(),
+        "codes"_a = nb::none(), "scales"_a = nb::none(), "model"_a = "sm90-emulated", "request"_a = "ordinary",
+        "cta_k"_a = 32, "splits"_a = 1);
+}

@@ -1,0 +1,3 @@
+def pytest_addoption(parser):
+    parser.addoption("--mxdiff-reference-bits", default=None,
+                     help="the C++ helper mxdiff_reference_bits (tests/python/) the oracle test compares with")
