@@ -4,8 +4,9 @@
 # build (FUZZ_BUILD_DIR, optional), the audit fixtures, and their shared libraries.
 #   tools/gpu/pack_for_device.sh OUT.tar.xz BUILD_DIR [FUZZ_BUILD_DIR]
 # On the GPU machine: tar xJf OUT.tar.xz, then
-#   LD_LIBRARY_PATH=device-build/runtime-libs tools/gpu/run_gpu_suite.sh device-build/kern
-# (fuzz build: device-build/fuzz; fixtures: MXDIFF_AUDIT_FIXTURES=device-build/audit-fixtures).
+#   MXDIFF_FUZZ_BUILD_DIR=device-build/fuzz tools/gpu/run_gpu_suite.sh device-build/kern
+#   MXDIFF_FUZZ_BUILD_DIR=device-build/fuzz tools/gpu/run_throughput.sh device-build/kern
+# (each folder's runtime-libs/ is the same one; fixtures: MXDIFF_AUDIT_FIXTURES=device-build/audit-fixtures).
 set -euo pipefail
 if (($# < 2)); then
   echo "usage: $0 OUT.tar.xz BUILD_DIR [FUZZ_BUILD_DIR]" >&2
@@ -28,7 +29,7 @@ copy_stripped() {
 copy_stripped "$build" "$root/kern" --strip-all \
   tests/kernels/kernels_gpu_test tests/kernels/moe_layer_gpu_test tests/kernels/prepare_stress \
   tests/kernels/kernel_benchmark tests/kernels/moe_layer_benchmark tests/fuzz/fuzz_gpu_test \
-  tests/fuzz/fuzz_gemm_benchmark tests/reference/device/device_reference_test \
+  tests/fuzz/fuzz_gemm_benchmark tests/fuzz/device_materialize_test tests/reference/device/device_reference_test \
   tests/tools/audit/audit_gpu_test tests/tools/bench/bench_gpu_test tools/mxdiff/mxdiff \
   fuzz/fuzz_gemm fuzz/fuzz_layer tools/repro/repro
 [ -x "$root/kern/tools/mxdiff/mxdiff" ] || { echo "$0: no tools/mxdiff/mxdiff in $build" >&2; exit 2; }
@@ -38,7 +39,8 @@ if [ -n "$fuzz_build" ]; then
     fuzz/libmxdiff_example_kernel.so
 fi
 [ -d "$build/tests/tools/audit/fixtures" ] && cp -r "$build/tests/tools/audit/fixtures" "$root/audit-fixtures"
-mapfile -t binaries < <(find "$root/kern" "$root/fuzz" -type f -perm -u+x 2>/dev/null)
-tools/gpu/collect_runtime_libs.sh "$root/runtime-libs" "${binaries[@]}"
+mapfile -t binaries < <(find "$root/kern" "$root/fuzz" -type f -perm -u+x 2>/dev/null || true)
+tools/gpu/collect_runtime_libs.sh "$root/kern/runtime-libs" "${binaries[@]}"
+[ -d "$root/fuzz" ] && ln -s ../kern/runtime-libs "$root/fuzz/runtime-libs"
 tar -C "$stage" -cJf "$archive" device-build
 echo "$archive: $(du -h "$archive" | cut -f1)"

@@ -11,8 +11,8 @@
 # Logs go to $OUT (or ./throughput-out); a summary is printed last. Exit status: 0 when every step
 # passed.
 #
-#   tools/gpu/run_throughput.sh [BUILD_DIR]     (default build; tools/gpu/stage_throughput.sh stages
-#   the binaries of both builds into two small folders to carry)
+#   tools/gpu/run_throughput.sh [BUILD_DIR]     (default build; tools/gpu/pack_for_device.sh packs
+#   the binaries of both builds into one archive to carry)
 #
 # BUILD_DIR/runtime-libs (tools/gpu/collect_runtime_libs.sh) is put on LD_LIBRARY_PATH, as is
 # MXDIFF_FUZZ_BUILD_DIR/runtime-libs.
