@@ -23,6 +23,8 @@ struct GateReport {
   std::string driver;
   std::vector<std::pair<std::string, uint64_t>> seeds;  // what each seed fed, and its value
   std::vector<StepResult> steps;
+  std::vector<std::string> notes;    // lines after the steps (the model's figures, the accuracy run)
+  std::vector<std::string> figures;  // PNG file names in the report folder ("" none: notes say why)
   GateDecision decision;
 };
 

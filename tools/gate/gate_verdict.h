@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tools/bench/verdict.h"
 
@@ -30,6 +31,8 @@ struct StepResult {
   StepOutcome outcome = StepOutcome::kSkipped;
   std::string summary;  // one line: what it found, or why it did not run
   std::string command;  // the command that reproduces the step alone
+  std::vector<std::string> details;  // more lines for the report (per layer, per arm), not the verdict's reason
+  double seconds = 0;                // how long the step took
 };
 
 // The speed step's outcome from the bench's verdict on the candidate (B) against the baseline (A).

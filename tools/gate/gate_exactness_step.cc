@@ -1,0 +1,167 @@
+// Step 4: exactness on the real layer. Per chosen layer, the CUDA MoE layer (kernels/moe_layer.h,
+// through fuzz/checks/layer_device.h: the device calibrated first) gets the layer's weights,
+// and per arm one capture, then --cases replays with new activations and routings, each compared
+// stage by stage (W13, SwiGLU, W2, output: fuzz/checks/layer_compare.h) with the CPU reference
+// of the routes that ran. The folded arm must fall back to ordinary exactly on the GEMMs the audit
+// refused. The first difference is written as a fuzz_layer .case (where the layer fits that
+// format) for `repro`. Without a device (no CUDA build, no GPU) the step is skipped.
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "fmt/format.h"
+#include "fuzz/checks/layer_compare.h"
+#include "fuzz/checks/layer_device.h"
+#include "fuzz/driver/findings.h"
+#include "fuzz/formats/layer_case_format.h"
+#include "tools/gate/gate_context.h"
+#include "tools/gate/gate_inputs.h"
+
+namespace mxdiff::gate {
+namespace {
+
+using Outputs = std::vector<std::vector<uint16_t>>;
+
+absl::StatusOr<std::unique_ptr<MoeLayer>> DeviceLayer(const GateLayer& layer) {
+  const checkpoint::MoeLayerWeights& w = *layer.weights;
+  absl::StatusOr<std::unique_ptr<MoeLayer>> device =
+      fuzz::CreateDeviceMoeLayer(MoeLayerConfig{.shape = w.shape(layer.top_k), .max_tokens = kGateMaxTokens});
+  if (!device.ok()) return device.status();
+  if (absl::Status s = (*device)->WriteWeights(MoeGemm::kW13, 0, w.w13_codes, w.w13_scales); !s.ok()) return s;
+  if (absl::Status s = (*device)->WriteWeights(MoeGemm::kW2, 0, w.w2_codes, w.w2_scales); !s.ok()) return s;
+  return device;
+}
+
+// "" when each GEMM ran what the audit's verdict demands for the arm, else what went wrong.
+std::string CheckRoutes(const GateLayer& layer, const MoeLayer& device, Transform arm, const MoeLayerRoutes& routes) {
+  std::string problems;
+  for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
+    const GemmAudit& audit = gemm == MoeGemm::kW13 ? layer.w13 : layer.w2;
+    const Route& route = gemm == MoeGemm::kW13 ? routes.w13 : routes.w2;
+    const bool device_admits = device.admission(gemm).admitted;
+    const Transform want = arm == Transform::kFolded && audit.admitted ? Transform::kFolded : Transform::kOrdinary;
+    if (device_admits != audit.admitted) {
+      problems += fmt::format("{} {}: the kernels' admission ({}) disagrees with the audit's ({}); ", layer.name,
+                              MoeGemmName(gemm), device_admits, audit.admitted);
+    }
+    if (route.variant != want) {
+      problems += fmt::format("{} {} arm {}: ran {} where the audit demands {}; ", layer.name, MoeGemmName(gemm),
+                              TransformName(arm), DescribeRoute(route), TransformName(want));
+    }
+  }
+  return problems;
+}
+
+// A fuzz_layer case of the differing replay, written beside the report: its path, or why none.
+std::string WriteLayerCase(const GateLayer& layer, Transform arm, const MoeLayerRoutes& routes, const MoeInputs& x,
+                           const std::string& signature, const std::string& description, const std::string& dir) {
+  const checkpoint::MoeLayerWeights& w = *layer.weights;
+  if (w.hidden > fuzz::kLayerMaxHidden || w.intermediate > fuzz::kLayerMaxIntermediate ||
+      w.experts > fuzz::kLayerMaxExperts) {
+    return fmt::format("no .case: the layer (hidden {}, intermediate {}, {} experts) exceeds fuzz_layer's format "
+                       "(hidden {}, intermediate {}, {} experts)", w.hidden, w.intermediate, w.experts,
+                       fuzz::kLayerMaxHidden, fuzz::kLayerMaxIntermediate, fuzz::kLayerMaxExperts);
+  }
+  fuzz::LayerCase c{.shape = w.shape(layer.top_k), .max_tokens = kGateMaxTokens,
+                    .request = arm == Transform::kFolded ? TransformRequest::kFolded : TransformRequest::kOrdinary,
+                    .w13_tactic = routes.w13.tactic, .w2_tactic = routes.w2.tactic,
+                    .w13_codes = w.w13_codes, .w13_scales = w.w13_scales, .w2_codes = w.w2_codes, .w2_scales = w.w2_scales};
+  c.replays.push_back({.tokens = x.tokens, .expert_ids = x.expert_ids, .weights = x.weights, .activations = x.activations});
+  const absl::StatusOr<std::vector<uint8_t>> bytes = fuzz::EncodeLayerCase(c);
+  if (!bytes.ok()) return fmt::format("no .case: {}", bytes.status().ToString());
+  ::setenv("MXDIFF_FINDINGS_DIR", dir.c_str(), 1);
+  const absl::StatusOr<std::string> path = fuzz::WriteFinding("fuzz_layer", *bytes, {signature, description});
+  return path.ok() ? fmt::format("written {} (repro {})", *path, *path) : path.status().ToString();
+}
+
+struct ArmResult {
+  std::string failure;  // "" when every replay was exact
+  int replays = 0;
+};
+
+ArmResult ReplayArm(const GateContext& context, const GateLayer& layer, MoeLayer& device, Transform arm,
+                    const MoeLayerRoutes& routes, StepModel model, Outputs& outputs) {
+  const MoeShape shape = layer.weights->shape(layer.top_k);
+  std::mt19937_64 random(context.options.seed ^ 0x9a7e5eedull);  // the same cases for every arm
+  ArmResult result;
+  for (int c = 0; c < context.options.cases; ++c) {
+    const MoeInputs x = DrawMoeInputs(shape, CaseTokens(c, random), random);
+    absl::Status status = device.SetInputs(x.tokens, x.activations, x.expert_ids, x.weights);
+    absl::StatusOr<MoeReplay> replay = status.ok() ? device.Replay() : absl::StatusOr<MoeReplay>(status);
+    MoeDeviceStages stages;
+    if (replay.ok()) status = device.ReadStages(stages);
+    const absl::StatusOr<MoeLayerStages> expected = ReferenceMoeLayer(
+        x.Problem(shape, layer.weights->w13(), layer.weights->w2()), fuzz::MoeReferenceOptions(routes, kSwigluLimit, model));
+    if (!replay.ok() || !status.ok() || !expected.ok()) {
+      result.failure = fmt::format("case {}: {}", c, !replay.ok() ? replay.status().ToString()
+                                                      : !status.ok() ? status.ToString() : expected.status().ToString());
+      return result;
+    }
+    const fuzz::StageDifference difference = fuzz::CompareMoeStages(shape, *expected, stages, x.tokens, false,
+                                                                    routes.w13.tactic.cta_m, routes.w2.tactic.cta_m);
+    std::vector<uint16_t> output(stages.output.begin(), stages.output.begin() + size_t(x.tokens) * size_t(shape.hidden));
+    std::string between = outputs.size() > size_t(c) && outputs[size_t(c)] != output ? "output differs from the first arm" : "";
+    if (!difference.empty() || !between.empty()) {
+      const std::string what = !difference.empty() ? fmt::format("{}: {}", difference.stage, difference.description) : between;
+      result.failure = fmt::format("{} arm {} case {} ({} tokens): {}; {}", layer.name, TransformName(arm), c, x.tokens, what,
+                                   WriteLayerCase(layer, arm, routes, x, fmt::format("layer/mismatch/{}/gate", difference.empty() ? "arms" : difference.stage),
+                                                  result.failure + what, context.findings_dir));
+      return result;
+    }
+    if (outputs.size() <= size_t(c)) outputs.push_back(std::move(output));
+    ++result.replays;
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<StepResult> RunExactnessStep(GateContext& context) {
+  StepResult step{.step = GateStep::kExactness, .outcome = StepOutcome::kPassed};
+  step.command = fmt::format("{} --cases={} --seed={}", context.options.command_base, context.options.cases,
+                             context.options.seed);
+  const absl::StatusOr<fuzz::LayerDevice> device = fuzz::OpenLayerDevice();
+  if (!device.ok()) {
+    const bool none = device.status().code() == absl::StatusCode::kUnavailable;
+    context.no_device_reason = none ? fmt::format("no CUDA device ({})", std::string(device.status().message()))
+                                    : std::string(std::string(device.status().message()));
+    step.outcome = none ? StepOutcome::kSkipped : StepOutcome::kFailed;
+    step.summary = none ? context.no_device_reason
+                        : fmt::format("the device's arithmetic matches no step model: {}", std::string(device.status().message()));
+    return step;
+  }
+  context.gpu = device->name;
+  int replays = 0;
+  for (GateLayer& layer : context.layers) {
+    absl::StatusOr<std::unique_ptr<MoeLayer>> moe = DeviceLayer(layer);
+    if (!moe.ok()) return absl::InternalError(fmt::format("{}: the device layer: {}", layer.name, moe.status().ToString()));
+    Outputs outputs;
+    for (Transform arm : context.options.arms) {
+      const MoeLayerRequest request{.transform = arm == Transform::kFolded ? TransformRequest::kFolded : TransformRequest::kOrdinary};
+      const absl::StatusOr<MoeLayerRoutes> routes = (*moe)->Capture(request);
+      std::string failure = routes.ok() ? CheckRoutes(layer, **moe, arm, *routes)
+                                        : fmt::format("{} arm {}: capture: {}", layer.name, TransformName(arm), routes.status().ToString());
+      if (failure.empty()) {
+        step.details.push_back(fmt::format("{} arm {}: W13 {}, W2 {}", layer.name, TransformName(arm),
+                                           DescribeRoute(routes->w13), DescribeRoute(routes->w2)));
+        const ArmResult result = ReplayArm(context, layer, **moe, arm, *routes, device->model, outputs);
+        failure = result.failure;
+        replays += result.replays;
+      }
+      if (!failure.empty()) {
+        step.outcome = StepOutcome::kFailed;
+        step.summary = failure;
+        return step;
+      }
+    }
+    layer.exactness_ran = true;
+    layer.exact_between_arms = true;
+  }
+  step.summary = fmt::format("{} replays on {} ({}), every stage (W13, SwiGLU, W2, output) bit-exact against the CPU "
+                             "reference of the routes that ran; every arm's outputs bit-identical; the folded arm fell "
+                             "back to ordinary exactly on the GEMMs the audit refused",
+                             replays, device->name, StepModelName(device->model));
+  return step;
+}
+
+}  // namespace mxdiff::gate
