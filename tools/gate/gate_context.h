@@ -50,6 +50,11 @@ struct GateLayer {
   GemmAudit w2;
   std::optional<checkpoint::MoeLayerWeights> weights;  // step 3
   int top_k = 0;
+  // Step 3: the admission of this rank's slice of each GEMM (AdmitLayer over the bytes the kernels
+  // are given), which decides what the folded arm runs on this rank. The audit judges the whole
+  // tensor: a refused byte outside this rank's slice refuses the layer, not this rank's GEMM.
+  LayerAdmission w13_rank;
+  LayerAdmission w2_rank;
   // Step 4: every arm's replays bit-exact, and each arm's per-GEMM transform that ran.
   bool exact_between_arms = false;
   bool exactness_ran = false;

@@ -36,13 +36,13 @@ absl::StatusOr<std::unique_ptr<MoeLayer>> DeviceLayer(const GateLayer& layer) {
 std::string CheckRoutes(const GateLayer& layer, const MoeLayer& device, Transform arm, const MoeLayerRoutes& routes) {
   std::string problems;
   for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
-    const GemmAudit& audit = gemm == MoeGemm::kW13 ? layer.w13 : layer.w2;
+    const LayerAdmission& rank = gemm == MoeGemm::kW13 ? layer.w13_rank : layer.w2_rank;
     const Route& route = gemm == MoeGemm::kW13 ? routes.w13 : routes.w2;
     const bool device_admits = device.admission(gemm).admitted;
-    const Transform want = arm == Transform::kFolded && audit.admitted ? Transform::kFolded : Transform::kOrdinary;
-    if (device_admits != audit.admitted) {
-      problems += fmt::format("{} {}: the kernels' admission ({}) disagrees with the audit's ({}); ", layer.name,
-                              MoeGemmName(gemm), device_admits, audit.admitted);
+    const Transform want = arm == Transform::kFolded && rank.admitted ? Transform::kFolded : Transform::kOrdinary;
+    if (device_admits != rank.admitted) {
+      problems += fmt::format("{} {}: the kernels' admission ({}) disagrees with the rule on this rank's bytes ({}); ",
+                              layer.name, MoeGemmName(gemm), device_admits, rank.admitted);
     }
     if (route.variant != want) {
       problems += fmt::format("{} {} arm {}: ran {} where the audit demands {}; ", layer.name, MoeGemmName(gemm),
@@ -158,8 +158,8 @@ absl::StatusOr<StepResult> RunExactnessStep(GateContext& context) {
     layer.exact_between_arms = true;
   }
   step.summary = fmt::format("{} replays on {} ({}), every stage (W13, SwiGLU, W2, output) bit-exact against the CPU "
-                             "reference of the routes that ran; every arm's outputs bit-identical; the folded arm fell "
-                             "back to ordinary exactly on the GEMMs the audit refused",
+                             "reference of the routes that ran; every arm's outputs bit-identical; the folded arm ran "
+                             "folded exactly on the GEMMs whose bytes on this rank are all admitted",
                              replays, device->name, StepModelName(device->model));
   return step;
 }

@@ -70,9 +70,9 @@ void PerLayerTimes(GateContext& context, const Timed& timed, const std::vector<s
   for (GateLayer& layer : context.layers) {
     double baseline = 0, candidate = 0;
     size_t shape = 0;
-    for (bool admitted_gemm : {true, false}) {
-      const bool is_timed = admitted_gemm ? timed.w13 : timed.w2;
-      const bool admitted = admitted_gemm ? layer.w13.admitted : layer.w2.admitted;
+    for (bool w13 : {true, false}) {
+      const bool is_timed = w13 ? timed.w13 : timed.w2;
+      const bool admitted = w13 ? layer.w13_rank.admitted : layer.w2_rank.admitted;
       if (!is_timed) continue;
       baseline += medians[shape].first;
       candidate += admitted ? medians[shape].second : medians[shape].first;
@@ -93,12 +93,12 @@ absl::StatusOr<StepResult> RunSpeedStep(GateContext& context) {
   }
   Timed timed;
   for (const GateLayer& layer : context.layers) {
-    timed.w13 |= layer.w13.admitted;
-    timed.w2 |= layer.w2.admitted;
+    timed.w13 |= layer.w13_rank.admitted;
+    timed.w2 |= layer.w2_rank.admitted;
   }
   if (!timed.w13 && !timed.w2) {
     step.outcome = StepOutcome::kNoVerdict;
-    step.summary = "every GEMM of the chosen layers is refused: folded never runs there, nothing to time";
+    step.summary = "every GEMM of the chosen layers is refused on this rank: folded never runs there, nothing to time";
     return step;
   }
   bench::BenchConfig config = SpeedConfig(context, timed);
@@ -120,7 +120,7 @@ absl::StatusOr<StepResult> RunSpeedStep(GateContext& context) {
     medians.push_back(Medians(shape).value_or(std::make_pair(0.0, 0.0)));
   }
   if (!timed.w13 || !timed.w2) {
-    step.details.push_back(fmt::format("{} refused on every chosen layer: ordinary in both arms, not timed", timed.w13 ? "W2" : "W13"));
+    step.details.push_back(fmt::format("{} refused on this rank in every chosen layer: ordinary in both arms, not timed", timed.w13 ? "W2" : "W13"));
   }
   step.outcome = outcome;
   step.summary = fmt::format("{} shape(s) timed on {}: {}", report->shapes.size(), report->device, StepOutcomeName(outcome));

@@ -32,6 +32,16 @@ int ModelTopK(const std::vector<std::string>& paths, int experts, std::string& s
 
 namespace {
 
+// What the folded arm runs on this rank's slice of a GEMM, and why.
+std::string FoldedRuns(const GemmAudit& audit, const LayerAdmission& rank, const checkpoint::TensorParallel& parallel) {
+  if (!rank.admitted) return fmt::format("ordinary (falls back: this rank's slice {})", rank.Describe());
+  if (!audit.admitted) {
+    return fmt::format("folded (the audit refused the whole tensor, but rank {} of {} holds none of its refused bytes; "
+                       "the ranks that hold them fall back)", parallel.rank, parallel.tp);
+  }
+  return "folded (admitted)";
+}
+
 std::string SlicingText(const checkpoint::MoeLayerWeights& w) {
   const int tp = w.parallel.tp, rank = w.parallel.rank, i = w.intermediate;
   return fmt::format("TP {} rank {}: W13 column-parallel, rows [{}, {}) of w1 and of w3 (its N; each rank's SwiGLU "
@@ -51,8 +61,8 @@ absl::StatusOr<int> ReferenceCases(const GateLayer& layer, int cases, uint64_t s
     const MoeInputs inputs = DrawMoeInputs(shape, CaseTokens(c, random), random);
     const MoeLayerProblem problem = inputs.Problem(shape, w.w13(), w.w2());
     MoeLayerOptions ordinary, folded;
-    folded.w13.transform = layer.w13.admitted ? Transform::kFolded : Transform::kOrdinary;
-    folded.w2.transform = layer.w2.admitted ? Transform::kFolded : Transform::kOrdinary;
+    folded.w13.transform = layer.w13_rank.admitted ? Transform::kFolded : Transform::kOrdinary;
+    folded.w2.transform = layer.w2_rank.admitted ? Transform::kFolded : Transform::kOrdinary;
     absl::StatusOr<MoeLayerStages> a = ReferenceMoeLayer(problem, ordinary);
     if (!a.ok()) return a.status();
     absl::StatusOr<MoeLayerStages> b = ReferenceMoeLayer(problem, folded);
@@ -73,6 +83,8 @@ absl::StatusOr<StepResult> RunWeightsStep(GateContext& context) {
         checkpoint::LoadMoeLayerWeights(context.options.paths, layer.name, context.options.parallel);
     if (!loaded.ok()) return loaded.status();
     layer.weights = std::move(*loaded);
+    layer.w13_rank = AdmitLayer(layer.weights->w13_scales);
+    layer.w2_rank = AdmitLayer(layer.weights->w2_scales);
     std::string top_k_source;
     layer.top_k = ModelTopK(context.options.paths, layer.weights->experts, top_k_source);
     const absl::StatusOr<int> differs = ReferenceCases(layer, context.options.cpu_cases, context.options.seed + l);
@@ -81,12 +93,11 @@ absl::StatusOr<StepResult> RunWeightsStep(GateContext& context) {
     const checkpoint::MoeLayerWeights& w = *layer.weights;
     step.details.push_back(fmt::format(
         "{}: {} routed experts{}, hidden {}, intermediate {} of {}; {}; top-k {} ({}); CPU reference ran {} cases "
-        "(1..{} tokens): ordinary vs folded-where-admitted outputs {}; the folded arm runs W13 {}, W2 {}",
+        "(1..{} tokens): ordinary vs folded-where-admitted outputs {}; the folded arm runs W13 {}; W2 {}",
         layer.name, w.experts, w.shared_expert ? " + the shared expert" : fmt::format(" ({})", w.shared_note.empty() ? "no shared expert" : w.shared_note),
         w.hidden, w.intermediate, w.full_intermediate, SlicingText(w), layer.top_k, top_k_source,
         context.options.cpu_cases, kGateMaxTokens, *differs == 0 ? "bit-identical" : fmt::format("differ in {} cases", *differs),
-        layer.w13.admitted ? "folded" : "ordinary (refused by the audit: falls back)",
-        layer.w2.admitted ? "folded" : "ordinary (refused by the audit: falls back)"));
+        FoldedRuns(layer.w13, layer.w13_rank, w.parallel), FoldedRuns(layer.w2, layer.w2_rank, w.parallel)));
   }
   step.summary = fmt::format("{} MoE layer(s) loaded for TP {} rank {}; the CPU reference MoE layer ran {} cases each{}",
                              context.layers.size(), context.options.parallel.tp, context.options.parallel.rank,
