@@ -86,6 +86,13 @@ absl::StatusOr<StepResult> RunWeightsStep(GateContext& context);      // gate_we
 absl::StatusOr<StepResult> RunExactnessStep(GateContext& context);    // gate_exactness_step.cc
 absl::StatusOr<StepResult> RunSpeedStep(GateContext& context);        // gate_speed_step.cc
 
+// Step 4's fuzzing (gate_fuzz.cc): whether fuzz_layer found something, and the report line.
+struct FuzzOutcome {
+  bool findings = false;
+  std::string detail;
+};
+FuzzOutcome RunFuzzLayer(const GateContext& context);
+
 // The top-k of the model: config.json's num_experts_per_tok beside the checkpoint, else
 // DeepSeek V4's 6, at most the experts. `source` says which.
 int ModelTopK(const std::vector<std::string>& paths, int experts, std::string& source);

@@ -157,6 +157,13 @@ absl::StatusOr<StepResult> RunExactnessStep(GateContext& context) {
     layer.exactness_ran = true;
     layer.exact_between_arms = true;
   }
+  const FuzzOutcome fuzzed = RunFuzzLayer(context);
+  step.details.push_back(fuzzed.detail);
+  if (fuzzed.findings) {
+    step.outcome = StepOutcome::kFailed;
+    step.summary = fuzzed.detail;
+    return step;
+  }
   step.summary = fmt::format("{} replays on {} ({}), every stage (W13, SwiGLU, W2, output) bit-exact against the CPU "
                              "reference of the routes that ran; every arm's outputs bit-identical; the folded arm ran "
                              "folded exactly on the GEMMs whose bytes on this rank are all admitted",
