@@ -92,6 +92,8 @@ class Test:
         self.expect(f"{name}: the CPU reference ran", "CPU reference MoE layer ran 3 cases" in steps["real-weights"]["summary"],
                     steps["real-weights"]["summary"])
         if HAS_GPU:
+            self.expect(f"{name}: exactness passed on the device", steps["exactness"]["outcome"] == "passed",
+                        steps["exactness"])
             return
         self.expect(f"{name}: exit 3", run.returncode == 3, f"exit {run.returncode}: {run.stderr[-2000:]}")
         self.expect(f"{name}: INCONCLUSIVE", report["verdict"] == "INCONCLUSIVE" and report["exit_status"] == 3,
@@ -142,6 +144,11 @@ class Test:
                     len(refused) == 1 and position in refused[0], steps["audit"]["details"])
         self.expect(f"{name}: the report says what the folded arm runs on {gemm}: {runs}",
                     f"{gemm} {runs}" in steps["real-weights"]["details"][0], steps["real-weights"]["details"])
+        if HAS_GPU:  # the folded arm's route on that GEMM, as the kernels took it
+            want = "ordinary" if runs.startswith("ordinary") else "folded"
+            self.expect(f"{name}: the device's folded arm ran {want} on {gemm}",
+                        any(f"{layer} arm folded: " in d and f"{gemm} {want} " in d for d in steps["exactness"]["details"]),
+                        steps["exactness"]["details"])
         self.expect(f"{name}: the proof names the differing byte only in refused GEMMs",
                     "only in refused GEMMs, where folded falls back" in steps["proof"]["summary"], steps["proof"]["summary"])
 

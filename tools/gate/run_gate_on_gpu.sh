@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# On a GPU machine: `mxdiff gate` on a generated checkpoint with one full-size DeepSeek V4 layer
+# (hidden 4096, intermediate 2048, 256 routed experts + the FP8 shared expert, about 3.4 GB), TP 4
+# rank 0, three times: clean, a raw 112 planted in expert 17's w3 scale at [5, 3] (inside rank 0's
+# W13 rows 0..511), a 0xFF planted in expert 42's w2 scale at [7, 2] (inside rank 0's W2 scale
+# columns 0..15). The variants are copies of the clean shard with that one byte rewritten (the
+# generator takes a minute a layer; a copy seconds). DIR holds mxdiff and runtime-libs/
+# (tools/gpu/collect_runtime_libs.sh); the flags after DIR go to every gate (e.g. --budget_s=5).
+#
+#   tools/gate/run_gate_on_gpu.sh DIR [GATE FLAGS...]
+#
+# Writes to $OUT (or ./gate-out): gate-clean/, gate-raw112/, gate-nan/ (report.md, report.json,
+# the figure) and each gate's log. Exit status: the clean gate's.
+set -uo pipefail
+dir=${1:?usage: $0 DIR [GATE FLAGS...]}
+shift
+out=${OUT:-gate-out}
+work=${GATE_WORK:-/tmp/gate-v4}
+mkdir -p "$out" "$work"
+export LD_LIBRARY_PATH="$dir/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+start=$(date +%s%N)
+if [ ! -f "$work/clean/defects.json" ]; then  # a checkpoint generated before is reused
+  python3 tests/checkpoint/write_v4_checkpoint.py "$work/clean" --layers 1 --shared fp8 || exit 2
+fi
+echo "checkpoint ready in $(ms "$start") ms" | tee "$out/generate.log"
+plant() {  # plant NAME TENSOR ROW COLUMN VALUE: a copy of the clean checkpoint with one scale byte rewritten
+  rm -rf "$work/$1" && cp -r "$work/clean" "$work/$1" || exit 2
+  python3 - "$work/$1" "$2" "$3" "$4" "$5" <<'PY' || exit 2
+import json, struct, sys
+folder, tensor, row, column, value = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+shard = json.load(open(f"{folder}/model.safetensors.index.json"))["weight_map"][tensor]
+with open(f"{folder}/{shard}", "r+b") as file:
+    length = struct.unpack("<Q", file.read(8))[0]
+    entry = json.loads(file.read(length))[tensor]
+    rows, columns = entry["shape"]
+    assert 0 <= row < rows and 0 <= column < columns, (tensor, entry["shape"])
+    file.seek(8 + length + entry["data_offsets"][0] + row * columns + column)
+    file.write(bytes([value]))
+print(f"{folder}: {tensor} [{row}, {column}] = {value}")
+PY
+}
+plant raw112 layers.0.ffn.experts.17.w3.scale 5 3 112
+plant nan layers.0.ffn.experts.42.w2.scale 7 2 255
+status=0
+for variant in clean raw112 nan; do
+  begin=$(date +%s%N)
+  "$dir/mxdiff" gate "$work/$variant" --tp=4 --rank=0 --report="$out/gate-$variant" --seed=20261205 "$@" \
+    >"$out/gate-$variant.log" 2>&1
+  rc=$?
+  [ "$variant" = clean ] && status=$rc
+  echo "== $variant: exit $rc in $(ms "$begin") ms"
+  grep -E "^gate: \[|^mxdiff gate" "$out/gate-$variant.log"
+done
+exit "$status"
