@@ -123,7 +123,12 @@ absl::StatusOr<StepResult> RunExactnessStep(GateContext& context) {
   const absl::StatusOr<fuzz::LayerDevice> device = fuzz::OpenLayerDevice();
   if (!device.ok()) {
     const bool none = device.status().code() == absl::StatusCode::kUnavailable;
-    context.no_device_reason = none ? fmt::format("no CUDA device ({})", std::string(device.status().message()))
+    // Without a driver the CUDA runtime says "driver version is insufficient", which reads like an
+    // old driver (tools/mxdiff/gpu_presence.h): say what it means.
+    const bool driver = std::filesystem::exists("/proc/driver/nvidia/version");
+    const std::string why = std::string(device.status().message());
+    context.no_device_reason = none ? fmt::format("no CUDA device ({})", why.starts_with("built without CUDA") || driver
+                                                                            ? why : "no NVIDIA driver is loaded")
                                     : std::string(std::string(device.status().message()));
     step.outcome = none ? StepOutcome::kSkipped : StepOutcome::kFailed;
     step.summary = none ? context.no_device_reason
@@ -155,7 +160,7 @@ absl::StatusOr<StepResult> RunExactnessStep(GateContext& context) {
       }
     }
     layer.exactness_ran = true;
-    layer.exact_between_arms = true;
+    layer.exact_between_arms = context.options.arms.size() > 1;  // with one arm there is nothing between
   }
   const FuzzOutcome fuzzed = RunFuzzLayer(context);
   step.details.push_back(fuzzed.detail);

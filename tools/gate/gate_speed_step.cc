@@ -15,7 +15,7 @@ namespace mxdiff::gate {
 
 #if !MXDIFF_HAVE_CUDA
 
-absl::StatusOr<StepResult> RunSpeedStep(GateContext& context) {
+absl::StatusOr<StepResult> RunSpeedStep([[maybe_unused]] GateContext& context) {
   return StepResult{.step = GateStep::kSpeed, .outcome = StepOutcome::kSkipped,
                     .summary = "no CUDA device (this build has no CUDA)", .command = "mxdiff bench"};
 }
@@ -67,7 +67,11 @@ StepOutcome Combine(StepOutcome a, StepOutcome b) {
 }
 
 void PerLayerTimes(GateContext& context, const Timed& timed, const std::vector<std::pair<double, double>>& medians) {
+  const checkpoint::MoeLayerWeights& timed_shape = *context.layers.front().weights;
   for (GateLayer& layer : context.layers) {
+    if (layer.weights->hidden != timed_shape.hidden || layer.weights->intermediate != timed_shape.intermediate) {
+      continue;  // another shape than the one timed: no figure for it (the notes say not every layer was timed)
+    }
     double baseline = 0, candidate = 0;
     size_t shape = 0;
     for (bool w13 : {true, false}) {
