@@ -97,6 +97,11 @@ ArmResult ReplayArm(const GateContext& context, const GateLayer& layer, MoeLayer
                                                       : !status.ok() ? status.ToString() : expected.status().ToString());
       return result;
     }
+    if (!(replay->routes.w13 == routes.w13) || !(replay->routes.w2 == routes.w2)) {
+      result.failure = fmt::format("{} arm {} case {}: the replay ran W13 {}, W2 {}, not the captured routes", layer.name,
+                                   TransformName(arm), c, DescribeRoute(replay->routes.w13), DescribeRoute(replay->routes.w2));
+      return result;
+    }
     const fuzz::StageDifference difference = fuzz::CompareMoeStages(shape, *expected, stages, x.tokens, false,
                                                                     routes.w13.tactic.cta_m, routes.w2.tactic.cta_m);
     std::vector<uint16_t> output(stages.output.begin(), stages.output.begin() + size_t(x.tokens) * size_t(shape.hidden));
