@@ -4,8 +4,11 @@
 # rank 0, three times: clean, a raw 112 planted in expert 17's w3 scale at [5, 3] (inside rank 0's
 # W13 rows 0..511), a 0xFF planted in expert 42's w2 scale at [7, 2] (inside rank 0's W2 scale
 # columns 0..15). The variants are copies of the clean shard with that one byte rewritten (the
-# generator takes a minute a layer; a copy seconds). DIR holds mxdiff and runtime-libs/
-# (tools/gpu/collect_runtime_libs.sh); the flags after DIR go to every gate (e.g. --budget_s=5).
+# generator takes a minute a layer; a copy seconds). First, gate_cli_test.py (the ctest gate_cli)
+# on small generated checkpoints, which on a GPU also checks the device steps and the fallback.
+# DIR is a build folder (tools/mxdiff/mxdiff) or a folder holding mxdiff, with runtime-libs/
+# where the machine lacks the build's libraries (tools/gpu/collect_runtime_libs.sh); the flags
+# after DIR go to every full-size gate (e.g. --budget_s=5). Run from the repository's root.
 #
 #   tools/gate/run_gate_on_gpu.sh DIR [GATE FLAGS...]
 #
@@ -18,7 +21,18 @@ out=${OUT:-gate-out}
 work=${GATE_WORK:-/tmp/gate-v4}
 mkdir -p "$out" "$work"
 export LD_LIBRARY_PATH="$dir/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+mxdiff=$dir/tools/mxdiff/mxdiff
+[ -x "$mxdiff" ] || mxdiff=$dir/mxdiff
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
+for variant in "clean|" "raw112_rank0|--defect=raw112:0:3:5:2" "raw112_rank3|--defect=raw112:0:3:100:2" \
+               "nan_rank0|--defect=nan:1:5:7:0" "missing_w3|--defect=missing-w3:0:2" "scale_shape|--defect=scale-shape:0:1"; do
+  python3 tests/checkpoint/write_v4_checkpoint.py "$work/small/${variant%%|*}" --layers 2 --experts 8 --hidden 256 \
+    --intermediate 128 --shared=mxfp4 ${variant#*|} || exit 2
+done
+timeout 300 python3 tests/tools/gate/gate_cli_test.py --mxdiff "$mxdiff" --checkpoints "$work/small" \
+  --schema tools/gate/report.schema.json >"$out/gate_cli.log" 2>&1
+echo "== gate_cli (small checkpoints): exit $? ($(grep -c '^FAIL' "$out/gate_cli.log") failed checks; $out/gate_cli.log)"
+grep '^FAIL' "$out/gate_cli.log" | head -20
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 start=$(date +%s%N)
 if [ ! -f "$work/clean/defects.json" ]; then  # a checkpoint generated before is reused
@@ -46,7 +60,7 @@ plant nan layers.0.ffn.experts.42.w2.scale 7 2 255
 status=0
 for variant in clean raw112 nan; do
   begin=$(date +%s%N)
-  "$dir/mxdiff" gate "$work/$variant" --tp=4 --rank=0 --report="$out/gate-$variant" --seed=20261205 "$@" \
+  "$mxdiff" gate "$work/$variant" --tp=4 --rank=0 --report="$out/gate-$variant" --seed=20261205 "$@" \
     >"$out/gate-$variant.log" 2>&1
   rc=$?
   [ "$variant" = clean ] && status=$rc

@@ -59,7 +59,7 @@ class Test:
 
     def gate(self, name, checkpoint, *flags, report=True):
         out = os.path.join(self.tmp, name)
-        argv = [self.args.mxdiff, "gate", checkpoint, "--tp=4", "--rank=0", "--cases=2", "--seed=5", *flags]
+        argv = [self.args.mxdiff, "gate", checkpoint, "--tp=4", "--rank=0", "--cases=2", "--seed=5", "--budget_s=1", *flags]
         if report:
             argv.append(f"--report={out}")
         run = subprocess.run(argv, capture_output=True, text=True, timeout=300)
