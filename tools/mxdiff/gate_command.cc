@@ -75,6 +75,13 @@ absl::Status ReadOptions(std::span<const std::string_view> args, gate::GateRunCo
 
 int GateCommand(std::span<const std::string_view> args) {
   gate::GateRunConfig config;
+  // A report left by an earlier gate would read as this one's verdict if this one stops: gone first.
+  if (const std::string dir = absl::GetFlag(FLAGS_report); !dir.empty()) {
+    std::error_code ignored;
+    for (const char* name : {"report.json", "report.md", "audit_histograms.png"}) {
+      std::filesystem::remove(std::filesystem::path(dir) / name, ignored);
+    }
+  }
   if (absl::Status s = ReadOptions(args, config); !s.ok()) {
     fmt::print(stderr, "mxdiff gate: {}\n", std::string(s.message()));
     return kExitBadInput;
