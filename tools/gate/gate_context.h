@@ -31,8 +31,6 @@ struct GateOptions {
   double bench_budget_s = 5;  // per bench measurement
   uint64_t seed = 1;
   int device = 0;
-  std::string command;       // the gate's own command line, for the report
-  std::string command_base;  // the same without --cases, --seed (a step appends its own)
 };
 
 // One kernel GEMM of an MoE layer as the audit judged it.
@@ -85,6 +83,9 @@ absl::StatusOr<StepResult> RunProofStep(GateContext& context);        // gate_pr
 absl::StatusOr<StepResult> RunWeightsStep(GateContext& context);      // gate_weights_step.cc
 absl::StatusOr<StepResult> RunExactnessStep(GateContext& context);    // gate_exactness_step.cc
 absl::StatusOr<StepResult> RunSpeedStep(GateContext& context);        // gate_speed_step.cc
+
+// "mxdiff gate PATHS --layers=<the chosen ones> --tp=T --rank=R --arms=A <extra>": a step's command.
+std::string GateCommandFor(const GateContext& context, std::string_view extra);
 
 // Step 4's fuzzing (gate_fuzz.cc): whether fuzz_layer found something, and the report line.
 struct FuzzOutcome {

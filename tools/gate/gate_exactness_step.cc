@@ -123,8 +123,8 @@ ArmResult ReplayArm(const GateContext& context, const GateLayer& layer, MoeLayer
 
 absl::StatusOr<StepResult> RunExactnessStep(GateContext& context) {
   StepResult step{.step = GateStep::kExactness, .outcome = StepOutcome::kPassed};
-  step.command = fmt::format("{} --cases={} --seed={}", context.options.command_base, context.options.cases,
-                             context.options.seed);
+  step.command = GateCommandFor(context, fmt::format("--cases={} --fuzz-time={} --seed={}", context.options.cases,
+                                                     context.options.fuzz_seconds, context.options.seed));
   const absl::StatusOr<fuzz::LayerDevice> device = fuzz::OpenLayerDevice();
   if (!device.ok()) {
     const bool none = device.status().code() == absl::StatusCode::kUnavailable;

@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "reference/admission.h"
+#include "kernels/route.h"
 #include "tools/gate/gate_report.h"
 
 namespace mxdiff::gate {
@@ -90,6 +91,15 @@ std::string DriverVersion() {
 }
 
 }  // namespace
+
+std::string GateCommandFor(const GateContext& context, std::string_view extra) {
+  std::vector<std::string> layers, arms;
+  for (const GateLayer& layer : context.layers) layers.push_back(layer.name);
+  for (Transform arm : context.options.arms) arms.push_back(std::string(TransformName(arm)));
+  return fmt::format("mxdiff gate {} --layers={} --tp={} --rank={} --arms={} {}", fmt::join(context.options.paths, " "),
+                     fmt::join(layers, ","), context.options.parallel.tp, context.options.parallel.rank,
+                     fmt::join(arms, ","), extra);
+}
 
 int RunGate(const GateRunConfig& config) {
   GateContext context{.options = config.options, .findings_dir = config.report_dir};

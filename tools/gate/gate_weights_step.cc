@@ -105,11 +105,8 @@ absl::StatusOr<StepResult> RunWeightsStep(GateContext& context) {
                              differing == 0 ? ", ordinary and folded-where-admitted bit-identical"
                                             : fmt::format("; {} cases differ between the arms", differing));
   if (differing != 0) step.outcome = StepOutcome::kFailed;
-  std::vector<std::string> names;
-  for (const GateLayer& layer : context.layers) names.push_back(layer.name);
-  step.command = fmt::format("mxdiff gate {} --layers={} --tp={} --rank={} --seed={}  # steps 1-3 run on any machine",
-                             fmt::join(context.options.paths, " "), fmt::join(names, ","), context.options.parallel.tp,
-                             context.options.parallel.rank, context.options.seed);
+  step.command = GateCommandFor(context, fmt::format("--seed={} --cases=1  # steps 1-3 run on any machine",
+                                                     context.options.seed));
   return step;
 }
 

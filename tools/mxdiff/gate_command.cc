@@ -1,5 +1,6 @@
 // mxdiff gate CHECKPOINT: the merge verdict for the folded kernel on a real checkpoint (issue 18;
 // tools/gate/README.md). The flags are parsed and checked here; the steps are tools/gate/.
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -28,6 +29,21 @@ ABSL_FLAG(std::string, report, "", "gate: folder for report.md, report.json and 
 
 namespace mxdiff::cli {
 namespace {
+
+// The source tree's commit where it is a git checkout (with "+changes" where files differ from
+// it), else the one this binary was configured at.
+std::string ToolCommit() {
+  const std::string command = fmt::format("git -C '{}' describe --always --dirty=+changes --abbrev=12 2>/dev/null",
+                                          MXDIFF_SOURCE_DIR);
+  std::string commit;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buffer[128];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) commit += buffer;
+    if (::pclose(pipe) != 0) commit.clear();
+  }
+  while (!commit.empty() && (commit.back() == '\n' || commit.back() == ' ')) commit.pop_back();
+  return commit.empty() ? fmt::format("{} (at configure time)", MXDIFF_TOOL_COMMIT) : commit;
+}
 
 absl::Status ParseArms(const std::string& text, std::vector<Transform>& arms) {
   arms.clear();
@@ -63,11 +79,7 @@ absl::Status ReadOptions(std::span<const std::string_view> args, gate::GateRunCo
   o.seed = absl::GetFlag(FLAGS_seed);
   if (o.seed == 0) o.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   config.report_dir = absl::GetFlag(FLAGS_report);
-  o.command_base = fmt::format("mxdiff gate {} --layers={} --tp={} --rank={} --arms={}", fmt::join(o.paths, " "),
-                               layers.empty() ? "(the first)" : layers, o.parallel.tp, o.parallel.rank,
-                               absl::GetFlag(FLAGS_arms));
-  o.command = fmt::format("{} --cases={} --fuzz-time={} --seed={}", o.command_base, o.cases, o.fuzz_seconds, o.seed);
-  config.tool_commit = MXDIFF_TOOL_COMMIT;
+  config.tool_commit = ToolCommit();
   return absl::OkStatus();
 }
 
