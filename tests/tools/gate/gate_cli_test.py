@@ -125,6 +125,15 @@ class Test:
                     figure == (report["figures"] == ["audit_histograms.png"]) and
                     (figure or any(n.startswith("no figure: ") for n in report["notes"])), report["notes"])
         self.expect("clean: nothing partial left", not [f for f in os.listdir(out) if "partial" in f], os.listdir(out))
+        configured = os.path.join(self.tmp, "configured")  # the model's top-k from config.json beside the checkpoint
+        shutil.copytree(os.path.join(self.args.checkpoints, "clean"), configured)
+        with open(os.path.join(configured, "config.json"), "w") as file:
+            json.dump({"num_experts_per_tok": 2}, file)
+        run, out = self.gate("top-k", configured)
+        report = self.report("top-k", out)
+        if report is not None:
+            details = self.steps(report)["real-weights"]["details"]
+            self.expect("config.json's top-k is used", "top-k 2 (config.json num_experts_per_tok = 2)" in details[0], details)
         run, out = self.gate("all", os.path.join(self.args.checkpoints, "clean"), "--layers=all")
         report = self.report("all", out)
         if report is not None:
