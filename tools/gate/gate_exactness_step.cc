@@ -15,12 +15,13 @@
 #include "fuzz/driver/findings.h"
 #include "fuzz/formats/layer_case_format.h"
 #include "tools/gate/gate_context.h"
+#include "tools/gate/gate_exactness.h"
 #include "tools/gate/gate_inputs.h"
 
 namespace mxdiff::gate {
-namespace {
-
 using Outputs = std::vector<std::vector<uint16_t>>;
+
+namespace {
 
 absl::StatusOr<std::unique_ptr<MoeLayer>> DeviceLayer(const GateLayer& layer) {
   const checkpoint::MoeLayerWeights& w = *layer.weights;
@@ -31,6 +32,8 @@ absl::StatusOr<std::unique_ptr<MoeLayer>> DeviceLayer(const GateLayer& layer) {
   if (absl::Status s = (*device)->WriteWeights(MoeGemm::kW2, 0, w.w2_codes, w.w2_scales); !s.ok()) return s;
   return device;
 }
+
+}  // namespace
 
 // "" when each GEMM ran what the audit's verdict demands for the arm, else what went wrong.
 std::string CheckRoutes(const GateLayer& layer, const MoeLayer& device, Transform arm, const MoeLayerRoutes& routes) {
@@ -48,7 +51,7 @@ std::string CheckRoutes(const GateLayer& layer, const MoeLayer& device, Transfor
     // no wrong fallback, and the details show it.
     const bool missing = want == Transform::kFolded && route.reason == RouteReason::kFoldedMissing;
     if (route.variant != want && !missing) {
-      problems += fmt::format("{} {} arm {}: ran {} where the audit demands {}; ", layer.name, MoeGemmName(gemm),
+      problems += fmt::format("{} {} arm {}: ran {} where this rank's bytes demand {}; ", layer.name, MoeGemmName(gemm),
                               TransformName(arm), DescribeRoute(route), TransformName(want));
     }
   }
@@ -76,6 +79,8 @@ std::string WriteLayerCase(const GateLayer& layer, Transform arm, const MoeLayer
   const absl::StatusOr<std::string> path = fuzz::WriteFinding("fuzz_layer", *bytes, {signature, description});
   return path.ok() ? fmt::format("written {} (repro {})", *path, *path) : path.status().ToString();
 }
+
+namespace {
 
 struct ArmResult {
   std::string failure;  // "" when every replay was exact
