@@ -71,6 +71,7 @@ absl::StatusOr<StepResult> RunAuditStep(GateContext& context) {
   }
   absl::StatusOr<std::vector<std::string>> chosen = ChosenLayers(context);
   if (!chosen.ok()) return chosen.status();
+  context.moe_layers = checkpoint::MoeLayersOf(context.audit.checkpoint).size();
   size_t refused = 0;
   std::vector<std::string> lines;
   for (const audit::KernelLayer& layer : context.audit.plan.layers) {

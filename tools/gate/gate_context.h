@@ -65,6 +65,7 @@ struct GateContext {
   GateOptions options;
   audit::AuditResult audit;
   std::vector<GateLayer> layers;  // the chosen MoE layers, in checkpoint order
+  size_t moe_layers = 0;          // MoE layers in the checkpoint (the seed's projection multiplies by it)
   std::string gpu;                // "" where none
   std::string driver;
   std::string no_device_reason;   // why steps 4-5 were skipped ("" when a device was used)

@@ -17,6 +17,11 @@ namespace {
 using StepFunction = absl::StatusOr<StepResult> (*)(GateContext&);
 
 std::string FirstLine(std::string_view text) { return std::string(text.substr(0, text.find('\n'))); }
+std::string LastLine(std::string_view text) {
+  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  const size_t at = text.rfind('\n');
+  return std::string(at == std::string_view::npos ? text : text.substr(at + 1));
+}
 
 // The model-wide lines: us per token summed over the measured layers beside one layer x layers,
 // and whether an accuracy run can change.
@@ -31,10 +36,12 @@ void ModelNotes(GateContext& context, const std::vector<StepResult>& steps) {
   }
   if (timed && n > 0) {
     const GateLayer& first = context.layers.front();
+    const double all = double(context.moe_layers);
     context.notes.push_back(fmt::format(
-        "us per token, W13 + W2 per-call medians of the sound protocol summed over the {} measured layer(s): ordinary "
-        "{:.2f}, candidate {:.2f} (folded where admitted); the seed's projection, one layer x {}: ordinary {:.2f}, "
-        "candidate {:.2f}", n, baseline, candidate, n, *first.baseline_us * double(n), *first.candidate_us * double(n)));
+        "us per token, W13 + W2 per-call medians of the sound protocol summed over the {} measured layer(s) of {}: "
+        "ordinary {:.2f}, candidate {:.2f} (folded where this rank's bytes are admitted); the seed's projection, {} x "
+        "{} layers: ordinary {:.2f}, candidate {:.2f}", n, context.moe_layers, baseline, candidate, first.name,
+        context.moe_layers, *first.baseline_us * all, *first.candidate_us * all));
   } else {
     context.notes.push_back("us per token: not measured (the speed step did not time every layer)");
   }
@@ -68,17 +75,18 @@ void Figures(GateContext& context, const std::string& dir, GateReport& report) {
   }
   const std::filesystem::path input = std::filesystem::path(dir) / ".audit_histograms.json.partial";
   std::ofstream(input) << data.dump();
-  // Debian's python3-matplotlib is /usr/bin/python3's; another python3 on PATH may lack it.
-  const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string command = fmt::format("{} '{}' --json '{}' --out '{}' 2>&1", python, script.string(), input.string(),
-                                          (std::filesystem::path(dir) / "audit_histograms.png").string());
+  // Debian's python3-matplotlib is /usr/bin/python3's; the python3 on PATH may be another one
+  // (with or without matplotlib): the first that draws it.
+  const std::string arguments = fmt::format("'{}' --json '{}' --out '{}' 2>&1", script.string(), input.string(),
+                                            (std::filesystem::path(dir) / "audit_histograms.png").string());
+  const std::string command = fmt::format("/usr/bin/python3 {} || python3 {}", arguments, arguments);
   std::string output;
   if (FILE* pipe = ::popen(command.c_str(), "r")) {
     char buffer[256];
     while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
     const int status = ::pclose(pipe);
     if (status == 0) report.figures.push_back("audit_histograms.png");
-    else report.notes.push_back(fmt::format("no figure: {}", FirstLine(output.empty() ? "python3 failed" : output)));
+    else report.notes.push_back(fmt::format("no figure: {}", LastLine(output.empty() ? "python3 failed" : output)));
   }
   std::filesystem::remove(input);
 }
