@@ -20,8 +20,8 @@
 namespace mxdiff::gate {
 
 struct GateOptions {
-  std::vector<std::string> paths;   // the checkpoint, as `mxdiff audit` takes it
-  std::vector<std::string> layers;  // MoE layers ("layers.0"); empty: the first one
+  std::vector<std::string> paths{};   // the checkpoint, as `mxdiff audit` takes it
+  std::vector<std::string> layers{};  // MoE layers ("layers.0"); empty: the first one
   bool all_layers = false;          // --layers=all
   checkpoint::TensorParallel parallel{.tp = 1, .rank = 0};
   std::vector<Transform> arms{Transform::kOrdinary, Transform::kFolded};
@@ -35,42 +35,42 @@ struct GateOptions {
 
 // One kernel GEMM of an MoE layer as the audit judged it.
 struct GemmAudit {
-  std::string name;   // "layers.0.ffn.experts.W13"
+  std::string name{};   // "layers.0.ffn.experts.W13"
   bool found = false;  // the audit has this kernel layer
   bool admitted = false;
-  std::string detail;  // "refused: raw 112 at layers.0.ffn.experts.3.w3.scale [5, 2]", or problems
+  std::string detail{};  // "refused: raw 112 at layers.0.ffn.experts.3.w3.scale [5, 2]", or problems
   ScaleHistogram histogram{};
 };
 
 struct GateLayer {
-  std::string name;  // "layers.0"
-  GemmAudit w13;
-  GemmAudit w2;
-  std::optional<checkpoint::MoeLayerWeights> weights;  // step 3
+  std::string name{};  // "layers.0"
+  GemmAudit w13{};
+  GemmAudit w2{};
+  std::optional<checkpoint::MoeLayerWeights> weights{};  // step 3
   int top_k = 0;
   // Step 3: the admission of this rank's slice of each GEMM (AdmitLayer over the bytes the kernels
   // are given), which decides what the folded arm runs on this rank. The audit judges the whole
   // tensor: a refused byte outside this rank's slice refuses the layer, not this rank's GEMM.
-  LayerAdmission w13_rank;
-  LayerAdmission w2_rank;
+  LayerAdmission w13_rank{};
+  LayerAdmission w2_rank{};
   // Step 4: every arm's replays bit-exact, and each arm's per-GEMM transform that ran.
   bool exact_between_arms = false;
   bool exactness_ran = false;
   // Step 5: the per-call medians (us) of W13 and W2 with the arm that runs on this layer.
-  std::optional<double> candidate_us;
-  std::optional<double> baseline_us;
+  std::optional<double> candidate_us{};
+  std::optional<double> baseline_us{};
 };
 
 struct GateContext {
   GateOptions options;
-  audit::AuditResult audit;
-  std::vector<GateLayer> layers;  // the chosen MoE layers, in checkpoint order
+  audit::AuditResult audit{};
+  std::vector<GateLayer> layers{};  // the chosen MoE layers, in checkpoint order
   size_t moe_layers = 0;          // MoE layers in the checkpoint (the seed's projection multiplies by it)
-  std::string gpu;                // "" where none
-  std::string driver;
-  std::string no_device_reason;   // why steps 4-5 were skipped ("" when a device was used)
-  std::string findings_dir;       // where a differing replay's .case goes (the report folder)
-  std::vector<std::string> notes;  // extra report lines (figures, fuzzing, the accuracy sentence)
+  std::string gpu{};                // "" where none
+  std::string driver{};
+  std::string no_device_reason{};   // why steps 4-5 were skipped ("" when a device was used)
+  std::string findings_dir{};       // where a differing replay's .case goes (the report folder)
+  std::vector<std::string> notes{};  // extra report lines (figures, fuzzing, the accuracy sentence)
 };
 
 // Seconds since `start`, for the per-step times.
@@ -91,7 +91,7 @@ std::string GateCommandFor(const GateContext& context, std::string_view extra);
 // Step 4's fuzzing (gate_fuzz.cc): whether fuzz_layer found something, and the report line.
 struct FuzzOutcome {
   bool findings = false;
-  std::string detail;
+  std::string detail{};
 };
 FuzzOutcome RunFuzzLayer(const GateContext& context);
 

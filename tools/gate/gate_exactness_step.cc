@@ -68,11 +68,22 @@ std::string WriteLayerCase(const GateLayer& layer, Transform arm, const MoeLayer
                        "(hidden {}, intermediate {}, {} experts)", w.hidden, w.intermediate, w.experts,
                        fuzz::kLayerMaxHidden, fuzz::kLayerMaxIntermediate, fuzz::kLayerMaxExperts);
   }
-  fuzz::LayerCase c{.shape = w.shape(layer.top_k), .max_tokens = kGateMaxTokens,
-                    .request = arm == Transform::kFolded ? TransformRequest::kFolded : TransformRequest::kOrdinary,
-                    .w13_tactic = routes.w13.tactic, .w2_tactic = routes.w2.tactic,
-                    .w13_codes = w.w13_codes, .w13_scales = w.w13_scales, .w2_codes = w.w2_codes, .w2_scales = w.w2_scales};
-  c.replays.push_back({.tokens = x.tokens, .expert_ids = x.expert_ids, .weights = x.weights, .activations = x.activations});
+  fuzz::LayerCase c;
+  c.shape = w.shape(layer.top_k);
+  c.max_tokens = kGateMaxTokens;
+  c.request = arm == Transform::kFolded ? TransformRequest::kFolded : TransformRequest::kOrdinary;
+  c.w13_tactic = routes.w13.tactic;
+  c.w2_tactic = routes.w2.tactic;
+  c.w13_codes = w.w13_codes;
+  c.w13_scales = w.w13_scales;
+  c.w2_codes = w.w2_codes;
+  c.w2_scales = w.w2_scales;
+  fuzz::LayerReplay replay;
+  replay.tokens = x.tokens;
+  replay.expert_ids = x.expert_ids;
+  replay.weights = x.weights;
+  replay.activations = x.activations;
+  c.replays.push_back(std::move(replay));
   const absl::StatusOr<std::vector<uint8_t>> bytes = fuzz::EncodeLayerCase(c);
   if (!bytes.ok()) return fmt::format("no .case: {}", bytes.status().ToString());
   ::setenv("MXDIFF_FINDINGS_DIR", dir.c_str(), 1);
@@ -83,7 +94,7 @@ std::string WriteLayerCase(const GateLayer& layer, Transform arm, const MoeLayer
 namespace {
 
 struct ArmResult {
-  std::string failure;  // "" when every replay was exact
+  std::string failure{};  // "" when every replay was exact
   int replays = 0;
 };
 

@@ -14,9 +14,9 @@ inline constexpr int kGateMaxTokens = 8;
 
 struct MoeInputs {
   int tokens = 0;
-  std::vector<uint16_t> activations;  // tokens x hidden
-  std::vector<int32_t> expert_ids;    // tokens x top_k
-  std::vector<float> weights;         // tokens x top_k
+  std::vector<uint16_t> activations{};  // tokens x hidden
+  std::vector<int32_t> expert_ids{};    // tokens x top_k
+  std::vector<float> weights{};         // tokens x top_k
 
   MoeLayerProblem Problem(const MoeShape& shape, MoeGemmWeights w13, MoeGemmWeights w2) const {
     return {.shape = shape, .routing = {tokens, expert_ids, weights}, .activations = activations, .w13 = w13, .w2 = w2};

@@ -12,8 +12,8 @@ namespace mxdiff::gate {
 
 struct GateRunConfig {
   GateOptions options;
-  std::string report_dir;  // "" none
-  std::string tool_commit;
+  std::string report_dir{};  // "" none
+  std::string tool_commit{};
 };
 
 // The exit status: 0 MERGE, 1 DO-NOT-MERGE, 3 INCONCLUSIVE, 2 bad input (one line on stderr,

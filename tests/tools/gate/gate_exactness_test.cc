@@ -40,7 +40,13 @@ class AdmissionOnly : public MoeLayer {
 
 const Tactic kTactic{.cta_m = 8, .cta_n = 128, .cta_k = 64, .splits = 1, .swizzle = 0};
 
-Route Ran(Transform variant, RouteReason reason) { return Route{.variant = variant, .tactic = kTactic, .reason = reason}; }
+Route Ran(Transform variant, RouteReason reason) {
+  Route route;
+  route.variant = variant;
+  route.tactic = kTactic;
+  route.reason = reason;
+  return route;
+}
 
 // A layer whose W13 slice on this rank holds a raw 112 and whose W2 slice is admitted.
 GateLayer RefusedW13() {
@@ -78,7 +84,12 @@ TEST(GateExactnessTest, TheKernelsAdmissionMustAgreeWithTheRuleOnTheRanksBytes) 
 }
 
 checkpoint::MoeLayerWeights SmallWeights(std::mt19937_64& random) {
-  checkpoint::MoeLayerWeights w{.layer = "layers.0", .experts = 4, .hidden = 64, .intermediate = 32, .full_intermediate = 128};
+  checkpoint::MoeLayerWeights w;
+  w.layer = "layers.0";
+  w.experts = 4;
+  w.hidden = 64;
+  w.intermediate = 32;
+  w.full_intermediate = 128;
   w.shared_expert = true;
   const size_t groups = size_t(w.groups());
   auto fill = [&](std::vector<uint8_t>& bytes, size_t size, int low, int high) {
@@ -120,7 +131,11 @@ TEST(GateExactnessTest, ADifferingReplayIsAFuzzLayerCaseThatDecodesToTheReplay) 
 }
 
 TEST(GateExactnessTest, ALayerBeyondTheCaseFormatSaysWhyThereIsNoCase) {
-  GateLayer layer{.name = "layers.0", .weights = checkpoint::MoeLayerWeights{.experts = 256, .hidden = 4096, .intermediate = 512}};
+  checkpoint::MoeLayerWeights v4;
+  v4.experts = 256;
+  v4.hidden = 4096;
+  v4.intermediate = 512;
+  GateLayer layer{.name = "layers.0", .weights = v4};
   const Route r = Ran(Transform::kOrdinary, RouteReason::kOrdinaryRequested);
   EXPECT_EQ(WriteLayerCase(layer, Transform::kOrdinary, {r, r}, MoeInputs{}, "s", "d", ::testing::TempDir()),
             "no .case: the layer (hidden 4096, intermediate 512, 256 experts) exceeds fuzz_layer's format (hidden 256, "
