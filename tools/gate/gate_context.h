@@ -85,6 +85,12 @@ absl::StatusOr<StepResult> RunWeightsStep(GateContext& context);      // gate_we
 absl::StatusOr<StepResult> RunExactnessStep(GateContext& context);    // gate_exactness_step.cc
 absl::StatusOr<StepResult> RunSpeedStep(GateContext& context);        // gate_speed_step.cc
 
+// With several layers chosen the weights are not all kept (V4: some 850 MB a layer at TP 4, 43
+// layers): step 3 keeps each layer's shape and drops its arrays, step 4 loads them again for the
+// layer it runs and drops them after. Load: the arrays of `layer` (an error is bad input).
+absl::Status LoadLayerWeights(const GateContext& context, GateLayer& layer);
+void DropLayerWeights(GateLayer& layer);  // keeps the shape fields
+
 // "mxdiff gate PATHS --layers=<the chosen ones> --tp=T --rank=R --arms=A <extra>": a step's command.
 std::string GateCommandFor(const GateContext& context, std::string_view extra);
 

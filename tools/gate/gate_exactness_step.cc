@@ -162,6 +162,9 @@ absl::StatusOr<StepResult> RunExactnessStep(GateContext& context) {
   context.gpu = device->name;
   int replays = 0;
   for (GateLayer& layer : context.layers) {
+    if (layer.weights->w13_codes.empty()) {
+      if (absl::Status loaded = LoadLayerWeights(context, layer); !loaded.ok()) return loaded;
+    }
     absl::StatusOr<std::unique_ptr<MoeLayer>> moe = DeviceLayer(layer);
     if (!moe.ok()) {  // a device error, not bad input: undecided
       step.outcome = StepOutcome::kNoVerdict;
@@ -187,6 +190,7 @@ absl::StatusOr<StepResult> RunExactnessStep(GateContext& context) {
         return step;
       }
     }
+    if (context.layers.size() > 1) DropLayerWeights(layer);
     layer.exactness_ran = true;
     layer.exact_between_arms = context.options.arms.size() > 1;  // with one arm there is nothing between
   }

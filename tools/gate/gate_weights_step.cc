@@ -74,15 +74,27 @@ absl::StatusOr<int> ReferenceCases(const GateLayer& layer, int cases, uint64_t s
 
 }  // namespace
 
+absl::Status LoadLayerWeights(const GateContext& context, GateLayer& layer) {
+  absl::StatusOr<checkpoint::MoeLayerWeights> loaded =
+      checkpoint::LoadMoeLayerWeights(context.options.paths, layer.name, context.options.parallel);
+  if (!loaded.ok()) return loaded.status();
+  layer.weights = std::move(*loaded);
+  return absl::OkStatus();
+}
+
+void DropLayerWeights(GateLayer& layer) {
+  for (std::vector<uint8_t>* bytes : {&layer.weights->w13_codes, &layer.weights->w13_scales, &layer.weights->w2_codes,
+                                      &layer.weights->w2_scales}) {
+    std::vector<uint8_t>().swap(*bytes);
+  }
+}
+
 absl::StatusOr<StepResult> RunWeightsStep(GateContext& context) {
   StepResult step{.step = GateStep::kRealWeights, .outcome = StepOutcome::kPassed};
   int differing = 0;
   for (size_t l = 0; l < context.layers.size(); ++l) {
     GateLayer& layer = context.layers[l];
-    absl::StatusOr<checkpoint::MoeLayerWeights> loaded =
-        checkpoint::LoadMoeLayerWeights(context.options.paths, layer.name, context.options.parallel);
-    if (!loaded.ok()) return loaded.status();
-    layer.weights = std::move(*loaded);
+    if (absl::Status loaded = LoadLayerWeights(context, layer); !loaded.ok()) return loaded;
     layer.w13_rank = AdmitLayer(layer.weights->w13_scales);
     layer.w2_rank = AdmitLayer(layer.weights->w2_scales);
     std::string top_k_source;
@@ -90,6 +102,7 @@ absl::StatusOr<StepResult> RunWeightsStep(GateContext& context) {
     const absl::StatusOr<int> differs = ReferenceCases(layer, context.options.cpu_cases, context.options.seed + l);
     if (!differs.ok()) return differs.status();
     differing += *differs;
+    if (context.layers.size() > 1) DropLayerWeights(layer);
     const checkpoint::MoeLayerWeights& w = *layer.weights;
     step.details.push_back(fmt::format(
         "{}: {} routed experts{}, hidden {}, intermediate {} of {}; {}; top-k {} ({}); CPU reference ran {} cases "
