@@ -4,7 +4,7 @@
 
   write_v4_checkpoint.py OUT_DIR [--layers N] [--experts 256] [--hidden 4096]
                          [--intermediate 2048] [--shared fp8|mxfp4|none] [--seed S]
-                         [--defect KIND:LAYER:EXPERT ...]
+                         [--defect KIND:LAYER:EXPERT[:ROW:COLUMN] ...]
 
 Names, shapes and shard layout as checkpoint/README.md documents them for V4-Flash: one shard
 per layer, `model-0000i-of-0000N.safetensors`, and `model.safetensors.index.json`; routed experts
@@ -16,6 +16,9 @@ V4-Flash has it: no kernel layer), MXFP4 like a routed expert, or none. Defaults
 sizes (about 3.2 GB a layer); the tests pass small ones.
 
 Defects (EXPERT a number, or `shared` for the shared expert where it is MXFP4):
+ROW:COLUMN places a raw112 or nan byte in the scale tensor (e.g. inside one tensor-parallel rank's
+slice: w3's rows [r I/tp, (r+1) I/tp), w2's scale columns [r I/tp/32, (r+1) I/tp/32)); by default
+it is drawn at random.
   raw112        one raw 112 in the expert's w3 scale (flushed by the ordinary transform)
   nan           one raw 0xFF (NaN) in the expert's w2 scale
   missing-w3    the expert's w3 weight and scale left out
@@ -44,20 +47,22 @@ def e8m0(raw):
 
 def parse_defect(text, layers, experts):
     parts = text.split(":")
-    if len(parts) != 3 or parts[0] not in KINDS:
-        raise ValueError(f"--defect={text}: use KIND:LAYER:EXPERT with KIND one of {', '.join(KINDS)}")
+    if len(parts) not in (3, 5) or parts[0] not in KINDS:
+        raise ValueError(f"--defect={text}: use KIND:LAYER:EXPERT[:ROW:COLUMN] with KIND one of {', '.join(KINDS)}")
     kind, layer, expert = parts[0], int(parts[1]), parts[2]
+    position = (int(parts[3]), int(parts[4])) if len(parts) == 5 else None
     if not 0 <= layer < layers:
         raise ValueError(f"--defect={text}: layer {layer} is not in 0..{layers - 1}")
     if expert != "shared" and not 0 <= int(expert) < experts:
         raise ValueError(f"--defect={text}: expert {expert} is not in 0..{experts - 1} or shared")
-    return kind, layer, expert
+    return kind, layer, expert, position
 
 
 class Layer:
     def __init__(self, args, rng, index, defects):
         self.args, self.rng, self.index = args, rng, index
-        self.defects = [(kind, expert) for kind, layer, expert in defects if layer == index]
+        self.defects = [(kind, expert) for kind, layer, expert, _ in defects if layer == index]
+        self.positions = {(kind, expert): at for kind, layer, expert, at in defects if layer == index and at}
         self.tensors = {}
         self.planted = []
 
@@ -71,6 +76,9 @@ class Layer:
         for kind, wanted, value in (("raw112", "w3", 112), ("nan", "w2", 0xFF)):
             if name == wanted and self.has(kind, expert):
                 row, col = int(self.rng.integers(rows)), int(self.rng.integers(scale_cols))
+                row, col = self.positions.get((kind, str(expert)), (row, col))
+                if not (0 <= row < rows and 0 <= col < scale_cols):
+                    raise ValueError(f"--defect {kind}: position ({row}, {col}) is outside {stem}.scale [{rows}, {scale_cols}]")
                 raw[row, col] = value
                 self.planted.append({"kind": kind, "layer": self.index, "expert": str(expert),
                                      "tensor": f"{stem}.scale", "row": row, "column": col, "raw": value})
@@ -131,9 +139,13 @@ def main():
         if args.hidden % 64 or args.intermediate % 64:
             raise ValueError("--hidden and --intermediate must be multiples of 64 (two 32-blocks, for expert-shape)")
         defects = [parse_defect(d, args.layers, args.experts) for d in args.defect]
-        for kind, _, expert in defects:
+        for kind, _, expert, at in defects:
             if expert == "shared" and args.shared != "mxfp4":
                 raise ValueError(f"--defect {kind}:...:shared needs --shared=mxfp4")
+            shape = {"raw112": (args.intermediate, args.hidden // BLOCK), "nan": (args.hidden, args.intermediate // BLOCK)}
+            if at and (kind not in shape or not all(0 <= v < n for v, n in zip(at, shape[kind]))):
+                raise ValueError(f"--defect {kind}: a position is for raw112 (w3 scale) or nan (w2 scale), within "
+                                 f"{shape.get(kind)}")
     except ValueError as error:
         print(f"write_v4_checkpoint.py: {error}", file=sys.stderr)
         return 2

@@ -53,8 +53,12 @@ std::string GateReportJson(const GateReport& report) {
     json["steps"].push_back({{"step", GateStepName(step.step)},
                              {"outcome", StepOutcomeName(step.outcome)},
                              {"summary", step.summary},
-                             {"command", step.command}});
+                             {"details", step.details},
+                             {"command", step.command},
+                             {"seconds", step.seconds}});
   }
+  json["notes"] = report.notes;
+  json["figures"] = report.figures;
   return cli::DumpJson(json, 2) + "\n";
 }
 
@@ -66,9 +70,14 @@ std::string GateReportMarkdown(const GateReport& report) {
                       report.gpu.empty() ? "none" : fmt::format("{} (driver {})", report.gpu, report.driver));
   for (const auto& [what, seed] : report.seeds) text += fmt::format("- seed of {}: {}\n", what, seed);
   for (const StepResult& step : report.steps) {
-    text += fmt::format("\n## {}: {}\n\n{}\n\n    {}\n", GateStepName(step.step), StepOutcomeName(step.outcome),
-                        step.summary, step.command);
+    text += fmt::format("\n## {}: {} ({:.1f} s)\n\n{}\n", GateStepName(step.step), StepOutcomeName(step.outcome),
+                        step.seconds, step.summary);
+    for (const std::string& detail : step.details) text += fmt::format("- {}\n", detail);
+    text += fmt::format("\n    {}\n", step.command);
   }
+  if (!report.notes.empty()) text += "\n## notes\n\n";
+  for (const std::string& note : report.notes) text += fmt::format("- {}\n", note);
+  for (const std::string& figure : report.figures) text += fmt::format("\n![{}]({})\n", figure, figure);
   return text;
 }
 

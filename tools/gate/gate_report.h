@@ -16,14 +16,16 @@ namespace mxdiff::gate {
 inline constexpr std::string_view kGateReportSchema = "mxdiff-gate/1";
 
 struct GateReport {
-  std::string checkpoint;
-  std::string tool_commit;
-  std::string admission_rule;  // AdmissionRuleVersion() of the build that ran
-  std::string gpu;             // name, or empty where none
-  std::string driver;
-  std::vector<std::pair<std::string, uint64_t>> seeds;  // what each seed fed, and its value
-  std::vector<StepResult> steps;
-  GateDecision decision;
+  std::string checkpoint{};
+  std::string tool_commit{};
+  std::string admission_rule{};  // AdmissionRuleVersion() of the build that ran
+  std::string gpu{};             // name, or empty where none
+  std::string driver{};
+  std::vector<std::pair<std::string, uint64_t>> seeds{};  // what each seed fed, and its value
+  std::vector<StepResult> steps{};
+  std::vector<std::string> notes{};    // lines after the steps (the model's figures, the accuracy run)
+  std::vector<std::string> figures{};  // PNG file names in the report folder ("" none: notes say why)
+  GateDecision decision{};
 };
 
 std::string GateReportJson(const GateReport& report);

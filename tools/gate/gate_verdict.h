@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tools/bench/verdict.h"
 
@@ -28,8 +29,10 @@ std::string_view StepOutcomeName(StepOutcome outcome);  // "passed", "failed", "
 struct StepResult {
   GateStep step = GateStep::kAudit;
   StepOutcome outcome = StepOutcome::kSkipped;
-  std::string summary;  // one line: what it found, or why it did not run
-  std::string command;  // the command that reproduces the step alone
+  std::string summary{};  // one line: what it found, or why it did not run
+  std::string command{};  // the command that reproduces the step alone
+  std::vector<std::string> details{};  // more lines for the report (per layer, per arm), not the verdict's reason
+  double seconds = 0;                // how long the step took
 };
 
 // The speed step's outcome from the bench's verdict on the candidate (B) against the baseline (A).
@@ -40,7 +43,7 @@ std::string_view GateVerdictName(GateVerdict verdict);  // "MERGE", "DO-NOT-MERG
 
 struct GateDecision {
   GateVerdict verdict = GateVerdict::kInconclusive;
-  std::string reason;   // one line naming the steps that decided it
+  std::string reason{};   // one line naming the steps that decided it
   int exit_status = 3;  // 0 MERGE, 1 DO-NOT-MERGE, 3 INCONCLUSIVE (tools/README.md)
 };
 

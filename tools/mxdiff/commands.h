@@ -17,5 +17,7 @@ int SelfCheckCommand(std::span<const std::string_view> args);       // self_chec
 int CalibrateCommand(std::span<const std::string_view> args);       // calibrate_command.cc
 int BenchCommand(std::span<const std::string_view> args);           // bench_command.cc
 int AuditCommand(std::span<const std::string_view> args);           // audit_command.cc
+// 0 MERGE, 1 DO-NOT-MERGE, 2 bad input, 3 INCONCLUSIVE (tools/gate/README.md).
+int GateCommand(std::span<const std::string_view> args);            // gate_command.cc
 
 }  // namespace mxdiff::cli

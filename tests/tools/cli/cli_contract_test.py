@@ -266,6 +266,9 @@ def build_cases(opt, tmp):
     # --- write errors: every command with its stdout on a full device (/dev/full) exits 2 with one
     # line saying so, never 0 with its output lost, never an abort.
     checkpoint = os.path.join(repo, "corpus", "fuzz_safetensors", "real-deepseek-v4-raw112-0xff.safetensors")
+    gate_checkpoint = os.path.join(tmp, "gate-v4")  # a small consistent MoE layer for mxdiff gate
+    subprocess.run([sys.executable, os.path.join(repo, "tests", "checkpoint", "write_v4_checkpoint.py"), gate_checkpoint,
+                    "--experts", "4", "--hidden", "64", "--intermediate", "64", "--shared", "none"], check=True)
     lost = [r"cannot write the output to stdout: No space left on device"]
     full = [
         ("mxdiff --help", [mxdiff, "--help"]),
@@ -280,7 +283,7 @@ def build_cases(opt, tmp):
         ("repro --help", [repro, "--help"]),
         ("repro --sequence", [repro, "--sequence", in_order, f"--external={opt.test_kernel}"]),
     ] + [(f"mxdiff {command} --help", [mxdiff, command, "--help"])
-         for command in ("vectors", "transform-table", "self-check", "calibrate", "bench", "audit")]
+         for command in ("vectors", "transform-table", "self-check", "calibrate", "bench", "audit", "gate")]
     # Files repro writes, onto a full device (a symlink to /dev/full where the file goes): exit 2.
     full_min_case = write(os.path.join(tmp, "full-min.case"), open(big_case, "rb").read())
     os.symlink("/dev/full", full_min_case + ".min")
@@ -316,6 +319,9 @@ def build_cases(opt, tmp):
     cases += [Case(f"{name} > /dev/full", argv, 2, lost, stdout="/dev/full", env=armed,
                    check=last_line_only if "--json" in argv else one_line, timeout=120)
               for name, argv in full]
+    # mxdiff gate's progress lines go to stderr before its verdict: the write failure is the last line.
+    cases.append(Case("mxdiff gate > /dev/full", [mxdiff, "gate", gate_checkpoint, "--cases=2", "--seed=1"], 2, lost,
+                      stdout="/dev/full", env=armed, check=last_line_only, timeout=120))
 
     # --- a FIFO nobody writes: refused at once (opening it would wait for a writer forever).
     fifo = os.path.join(tmp, "no-writer.fifo")
@@ -389,6 +395,12 @@ def build_cases(opt, tmp):
                  [r"driver version is insufficient", r"cudaGetDeviceCount: "], check=one_line, timeout=60)
             for command in ("bench", "calibrate")
         ]
+        # mxdiff gate runs its CPU steps and skips the device ones: INCONCLUSIVE, exit 3.
+        gate_report = os.path.join(tmp, "gate-report")
+        cases.append(Case("mxdiff gate without a GPU", [mxdiff, "gate", gate_checkpoint, "--cases=2", "--seed=1",
+                                                        f"--report={gate_report}"], 3,
+                          [r"mxdiff gate: INCONCLUSIVE: not decided: exactness skipped \(no CUDA device"],
+                          [r"driver version is insufficient", r"cudaGetDeviceCount: "], timeout=120))
 
     # --- the campaign: arguments, builds that cannot fuzz, workers that do not fuzz.
     out = os.path.join(tmp, "campaign-out")

@@ -104,14 +104,19 @@ TEST(GateReportTest, JsonSchemaHoldsTheDecisionTheStepsAndTheProvenance) {
   EXPECT_EQ(json["steps"][4], (nlohmann::json{{"step", "speed"},
                                               {"outcome", "skipped"},
                                               {"summary", "no GPU"},
-                                              {"command", "mxdiff bench --arms=ordinary,folded"}}));
+                                              {"details", nlohmann::json::array()},
+                                              {"command", "mxdiff bench --arms=ordinary,folded"},
+                                              {"seconds", 0.0}}));
+  EXPECT_EQ(json["notes"], nlohmann::json::array());
+  EXPECT_EQ(json["figures"], nlohmann::json::array());
 }
 
 TEST(GateReportTest, MarkdownHasTheVerdictFirstAndASectionPerStep) {
   const std::string text = GateReportMarkdown(Sample());
   EXPECT_EQ(text.rfind("# mxdiff gate: INCONCLUSIVE\n\nnot decided: speed skipped (no GPU)\n", 0), 0u) << text;
   EXPECT_NE(text.find("- GPU: none\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\n## speed: skipped\n\nno GPU\n\n    mxdiff bench --arms=ordinary,folded\n"), std::string::npos)
+  EXPECT_NE(text.find("\n## speed: skipped (0.0 s)\n\nno GPU\n\n    mxdiff bench --arms=ordinary,folded\n"),
+            std::string::npos)
       << text;
 }
 

@@ -1,0 +1,150 @@
+#include "tools/gate/gate_run.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "reference/admission.h"
+#include "kernels/route.h"
+#include "tools/gate/gate_report.h"
+
+namespace mxdiff::gate {
+namespace {
+
+using StepFunction = absl::StatusOr<StepResult> (*)(GateContext&);
+
+std::string FirstLine(std::string_view text) { return std::string(text.substr(0, text.find('\n'))); }
+std::string LastLine(std::string_view text) {
+  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  const size_t at = text.rfind('\n');
+  return std::string(at == std::string_view::npos ? text : text.substr(at + 1));
+}
+
+// The model-wide lines: us per token summed over the measured layers beside one layer x layers,
+// and whether an accuracy run can change.
+void ModelNotes(GateContext& context, const std::vector<StepResult>& steps) {
+  const size_t n = context.layers.size();
+  double baseline = 0, candidate = 0;
+  bool timed = true;
+  for (const GateLayer& layer : context.layers) {
+    timed &= layer.candidate_us.has_value();
+    baseline += layer.baseline_us.value_or(0);
+    candidate += layer.candidate_us.value_or(0);
+  }
+  if (timed && n > 0) {
+    const GateLayer& first = context.layers.front();
+    const double all = double(context.moe_layers);
+    context.notes.push_back(fmt::format(
+        "us per token, W13 + W2 per-call medians of the sound protocol summed over the {} measured layer(s) of {}: "
+        "ordinary {:.2f}, candidate {:.2f} (folded where this rank's bytes are admitted); the seed's projection, {} x "
+        "{} layers: ordinary {:.2f}, candidate {:.2f}", n, context.moe_layers, baseline, candidate, first.name,
+        context.moe_layers, *first.baseline_us * all, *first.candidate_us * all));
+  } else {
+    context.notes.push_back("us per token: not measured (the speed step did not time every layer)");
+  }
+  const bool exact_ran = !context.layers.empty() &&
+                         std::all_of(context.layers.begin(), context.layers.end(), [](const GateLayer& l) { return l.exactness_ran; });
+  const bool exact = exact_ran && std::all_of(context.layers.begin(), context.layers.end(),
+                                              [](const GateLayer& l) { return l.exact_between_arms; });
+  bool failed = false;
+  for (const StepResult& step : steps) failed |= step.step == GateStep::kExactness && step.outcome == StepOutcome::kFailed;
+  context.notes.push_back(
+      exact ? "every chosen layer's output is bit-identical between the arms in every replay: an accuracy run (the "
+              "seed's GSM8K-64) cannot change and need not be run"
+      : failed ? "a bit differs between the arms (or from the reference): an accuracy run must be run before any claim"
+               : "the arms' outputs were not compared on the device: whether an accuracy run can change is not decided");
+}
+
+// The audit's byte histogram per chosen GEMM as a PNG (tools/gate/plot_gate.py), or a note why not.
+void Figures(GateContext& context, const std::string& dir, GateReport& report) {
+  const std::filesystem::path script = std::filesystem::exists("tools/gate/plot_gate.py")
+                                           ? std::filesystem::path("tools/gate/plot_gate.py")
+                                           : std::filesystem::path(MXDIFF_SOURCE_DIR) / "tools/gate/plot_gate.py";
+  nlohmann::json data = nlohmann::json::array();
+  for (const GateLayer& layer : context.layers) {
+    for (const GemmAudit* gemm : {&layer.w13, &layer.w2}) {
+      nlohmann::json bins = nlohmann::json::object();
+      for (size_t raw = 0; raw < 256; ++raw) {
+        if (gemm->histogram[raw] != 0) bins[std::to_string(raw)] = gemm->histogram[raw];
+      }
+      data.push_back({{"layer", gemm->name}, {"admitted", gemm->admitted}, {"histogram", bins}});
+    }
+  }
+  const std::filesystem::path input = std::filesystem::path(dir) / ".audit_histograms.json.partial";
+  std::ofstream(input) << data.dump();
+  // Debian's python3-matplotlib is /usr/bin/python3's; the python3 on PATH may be another one
+  // (with or without matplotlib): the first that draws it.
+  const std::string arguments = fmt::format("'{}' --json '{}' --out '{}' 2>&1", script.string(), input.string(),
+                                            (std::filesystem::path(dir) / "audit_histograms.png").string());
+  const std::string command = fmt::format("/usr/bin/python3 {} || python3 {}", arguments, arguments);
+  std::string output;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buffer[256];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    const int status = ::pclose(pipe);
+    if (status == 0) report.figures.push_back("audit_histograms.png");
+    else report.notes.push_back(fmt::format("no figure: {}", LastLine(output.empty() ? "python3 failed" : output)));
+  }
+  std::filesystem::remove(input);
+}
+
+std::string DriverVersion() {
+  std::ifstream file("/proc/driver/nvidia/version");
+  std::string line;
+  std::getline(file, line);
+  return line;
+}
+
+}  // namespace
+
+std::string GateCommandFor(const GateContext& context, std::string_view extra) {
+  std::vector<std::string> layers, arms;
+  for (const GateLayer& layer : context.layers) layers.push_back(layer.name);
+  for (Transform arm : context.options.arms) arms.push_back(std::string(TransformName(arm)));
+  return fmt::format("mxdiff gate {} --layers={} --tp={} --rank={} --arms={} {}", fmt::join(context.options.paths, " "),
+                     fmt::join(layers, ","), context.options.parallel.tp, context.options.parallel.rank,
+                     fmt::join(arms, ","), extra);
+}
+
+int RunGate(const GateRunConfig& config) {
+  GateContext context{.options = config.options, .findings_dir = config.report_dir};
+  if (context.findings_dir.empty()) context.findings_dir = "mxdiff-findings";
+  static constexpr StepFunction kSteps[kGateSteps] = {RunAuditStep, RunProofStep, RunWeightsStep, RunExactnessStep,
+                                                      RunSpeedStep};
+  std::vector<StepResult> steps;
+  for (int i = 0; i < kGateSteps; ++i) {
+    fmt::print(stderr, "gate: [{}/{}] {} ...\n", i + 1, kGateSteps, GateStepName(GateStep(i)));
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<StepResult> step = kSteps[i](context);
+    if (!step.ok()) {
+      fmt::print(stderr, "mxdiff gate: {}\n", FirstLine(std::string(step.status().message())));
+      return 2;
+    }
+    step->seconds = SecondsSince(start);
+    fmt::print(stderr, "gate: [{}/{}] {}: {} ({:.1f} s): {}\n", i + 1, kGateSteps, GateStepName(GateStep(i)),
+               StepOutcomeName(step->outcome), step->seconds, step->summary);
+    steps.push_back(*std::move(step));
+  }
+  ModelNotes(context, steps);
+  GateReport report{.checkpoint = fmt::format("{}", fmt::join(config.options.paths, " ")),
+                    .tool_commit = config.tool_commit, .admission_rule = AdmissionRuleVersion(), .gpu = context.gpu,
+                    .driver = context.gpu.empty() ? "" : DriverVersion(),
+                    .seeds = {{"gate (CPU reference cases, exactness replays, bench)", config.options.seed}},
+                    .steps = steps, .notes = context.notes, .decision = DecideGate(steps)};
+  fmt::print("mxdiff gate: {}: {}\n", GateVerdictName(report.decision.verdict), report.decision.reason);
+  for (const std::string& note : context.notes) fmt::print("  {}\n", note);
+  if (!config.report_dir.empty()) {
+    Figures(context, config.report_dir, report);
+    if (absl::Status written = WriteGateReport(config.report_dir, report); !written.ok()) {
+      fmt::print(stderr, "mxdiff gate: {}\n", std::string(written.message()));
+      return 2;
+    }
+    fmt::print("report: {}/report.md, {}/report.json\n", config.report_dir, config.report_dir);
+  }
+  return report.decision.exit_status;
+}
+
+}  // namespace mxdiff::gate
