@@ -112,6 +112,19 @@ FuzzTarget CaseFormatTarget(std::string_view name, std::string_view kind, size_t
   };
 }
 
+// A CPU target of the case format whose checks are one module's (fuzz/checks/<x>_target.h):
+// `Names` lists them in order and `Findings` runs every one on a case. The whole definition of
+// such a target (fuzz/targets/fuzz_reference.cc):
+//   MXDIFF_FUZZ_TARGET(fuzz_x) { return CaseChecksTarget<kXProfile, XCheckNames, XFindings>("fuzz_x", 2048); }
+template <const MutationProfile& Profile, std::vector<std::string_view> (*Names)(),
+          std::vector<Finding> (*Findings)(const FuzzCase&)>
+FuzzTarget CaseChecksTarget(std::string_view name, size_t max_len) {
+  FuzzTarget target = CaseFormatTarget<Profile>(name, "cpu", max_len);
+  target.check_names = Names();
+  target.check = [](std::span<const uint8_t> input, bool fresh) { return CheckCaseInput(input, fresh, Findings); };
+  return target;
+}
+
 // What the entry points do with one input (fuzz/driver/target_driver.h: CheckFuzzInput).
 int RunTargetInput(const FuzzTarget& target, const uint8_t* data, size_t size);
 size_t MutateTargetInput(const FuzzTarget& target, uint8_t* data, size_t size, size_t max_size, unsigned seed);
