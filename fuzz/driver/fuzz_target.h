@@ -1,8 +1,8 @@
 // A fuzz target as one thing (fuzz/README.md: adding a target). A target is its codec (does an
 // input decode, what it says), its named checks (every one runs on a case and each finding is
 // kept), its mutator, the writer of its seeds and its options. It is defined once, in its own file,
-// with MXDIFF_FUZZ_TARGET, and listed once in fuzz/targets/registry.cc; fuzz/targets.txt names the same
-// targets (a test checks both agree). Everything else iterates the registry: the libFuzzer entry
+// with MXDIFF_FUZZ_TARGET, and registered once, by its line in fuzz/targets.txt (fuzz/CMakeLists.txt
+// generates the registry's list from it). Everything else iterates the registry: the libFuzzer entry
 // points (MXDIFF_FUZZ_ENTRY, one line generated per target by fuzz/CMakeLists.txt), the plain
 // replay binaries, repro and the corpus replay tests.
 #pragma once
