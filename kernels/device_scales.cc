@@ -18,6 +18,20 @@ absl::Status DeviceScales::Allocate(size_t count, const LayerAdmission& admissio
   return absl::OkStatus();
 }
 
+absl::Status DeviceScales::Fill(uint8_t raw, const LayerAdmission& admission, size_t count, cudaStream_t stream) {
+  for (int t = 0; t < kTransformCount; ++t) {
+    if (!PreparesTransform(Transform(t), admission)) continue;
+    if (buffers_[t].bytes() < count * sizeof(uint16_t)) {
+      return absl::InvalidArgumentError(fmt::format("{} prepared scales: the {} buffer holds {}", count,
+                                                    TransformName(Transform(t)),
+                                                    buffers_[t].bytes() / sizeof(uint16_t)));
+    }
+    const std::vector<uint16_t> every(count, prepared_scale(Transform(t), raw));
+    MXDIFF_RETURN_IF_ERROR(buffers_[t].Upload(std::span<const uint16_t>(every), stream, "copy scales"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DeviceScales::Write(const AdmittedScales& scales, size_t offset, cudaStream_t stream) {
   const size_t count = scales.bytes().size(), per = scales.per_expert(), experts = scales.experts().size();
   std::vector<uint16_t> prepared(count);

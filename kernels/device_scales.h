@@ -27,6 +27,11 @@ class DeviceScales {
   // expert's folded range keeps what it held). Waits until they have landed.
   absl::Status Write(const AdmittedScales& scales, size_t offset, cudaStream_t stream);
 
+  // Every one of `count` scales (from 0) prepared from the one raw byte `raw`, whose verdict the
+  // caller knows (`admission`: the MoE layer's initial raw 127, 2^0, admitted), in each buffer
+  // PreparesTransform grants it. Admits nothing. Waits until they have landed.
+  absl::Status Fill(uint8_t raw, const LayerAdmission& admission, size_t count, cudaStream_t stream);
+
   // The device scales a `transform` kernel reads; null where that transform was never allocated.
   const uint16_t* scales(Transform transform) const { return buffers_[int(transform)].as<uint16_t>(); }
 

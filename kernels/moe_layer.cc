@@ -98,11 +98,11 @@ class CudaMoeLayer final : public MoeLayer {
     for (GemmState& gemm : gemm_) {
       MXDIFF_RETURN_IF_ERROR(gemm.codes.Allocate(groups * gemm.codes_per_expert, "weight codes"));
       MXDIFF_RETURN_IF_ERROR(gemm.codes.Fill(0, stream_, "clear codes"));
-      const std::vector<uint8_t> every(groups * gemm.scales_per_expert, 127);
-      const AdmittedScales admitted = AdmittedScales::Admit(every, gemm.scales_per_expert);
-      // Room for both transforms: the experts' verdicts change with every write.
-      MXDIFF_RETURN_IF_ERROR(gemm.scales.Allocate(every.size(), admitted.layer()));
-      MXDIFF_RETURN_IF_ERROR(gemm.scales.Write(admitted, 0, stream_));
+      // Room for both transforms (the experts' verdicts change with every write), then raw 127
+      // (2^0) everywhere: admitted, as the experts' initial verdicts (LayerAdmission{}) say.
+      const LayerAdmission admitted;
+      MXDIFF_RETURN_IF_ERROR(gemm.scales.Allocate(groups * gemm.scales_per_expert, admitted));
+      MXDIFF_RETURN_IF_ERROR(gemm.scales.Fill(127, admitted, groups * gemm.scales_per_expert, stream_));
     }
     return CudaStatus(ConfigureMoeRoute(MoeRouteSharedBytes(s.groups(), config_.max_tokens, s.top_k, max_rows_)),
                 "configure the routing kernel");

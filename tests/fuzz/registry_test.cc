@@ -177,7 +177,8 @@ TEST(FuzzRegistry, ToyCaseTargetIsOneStatementWithEveryPart) {
   const mxdiff::fuzz::FuzzTarget& toy = MxdiffFuzzTarget_fuzz_toy_case();
   EXPECT_EQ(MissingParts(toy, root), (std::vector<std::string>{"fuzz/options/fuzz_toy_case.options with max_len = 2048",
                                                                "the dictionary mxdiff.dict"}));
-  std::ofstream(root / "fuzz" / "options" / "fuzz_toy_case.options") << "[libfuzzer]\nmax_len = 2048\ndict = mxdiff.dict\n";
+  std::ofstream(root / "fuzz" / "options" / "fuzz_toy_case.options")
+      << "[libfuzzer]\nmax_len = 2048\ndict = mxdiff.dict\n";
   EXPECT_TRUE(MissingParts(toy, root).empty());
   EXPECT_EQ(toy.check_names, std::vector<std::string_view>{"has-groups"});
   EXPECT_EQ(toy.format, "case");

@@ -7,12 +7,14 @@
 
 #include "gtest/gtest.h"
 #include "kernels/moe_layer_plan.h"
+#include "reference/scale_class.h"
 
 namespace mxdiff {
 namespace {
 
 TEST(AdmittedScalesTest, TheOrdinaryScalesAlwaysTheFoldedOnlyWhenAdmitted) {
-  const LayerAdmission admitted = AdmitLayer(std::vector<uint8_t>{113, 127, 128});
+  const RawRange range = ScaleClassRange(ScaleClass::kAdmitted);
+  const LayerAdmission admitted = AdmitLayer(std::vector<uint8_t>{range.first, 127, range.last});
   const LayerAdmission refused = AdmitLayer(std::vector<uint8_t>{127, 200});
   ASSERT_TRUE(admitted.admitted);
   ASSERT_FALSE(refused.admitted);
@@ -23,7 +25,7 @@ TEST(AdmittedScalesTest, TheOrdinaryScalesAlwaysTheFoldedOnlyWhenAdmitted) {
 }
 
 TEST(AdmittedScalesTest, AdmitsEachByteOnceExpertByExpertAsAdmitLayerDoes) {
-  std::vector<uint8_t> bytes(50, 120);
+  std::vector<uint8_t> bytes(50, 127);
   bytes[3] = 7;    // expert 0 refused
   bytes[27] = 250;  // expert 2 refused
   bytes[28] = 0;

@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "reference/prepare_layer_scales.h"
+#include "reference/scale_class.h"
 #include "tests/kernels/gpu_fixture.h"
 
 namespace mxdiff::testing {
@@ -29,7 +30,7 @@ class DeviceScalesTest : public GpuTest {
 };
 
 TEST_F(DeviceScalesTest, ARefusedLayerGetsNoFoldedBuffer) {
-  std::vector<uint8_t> bytes(64, 120);
+  std::vector<uint8_t> bytes(64, 127);
   bytes[9] = 3;
   const AdmittedScales admitted = AdmittedScales::Admit(bytes, 0);
   DeviceScales scales;
@@ -41,8 +42,9 @@ TEST_F(DeviceScalesTest, ARefusedLayerGetsNoFoldedBuffer) {
 
 TEST_F(DeviceScalesTest, OnlyAdmittedExpertsGetFoldedScales) {
   constexpr size_t kPer = 32;
-  std::vector<uint8_t> bytes(3 * kPer, 125);
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(113 + i % 16);
+  const RawRange range = ScaleClassRange(ScaleClass::kAdmitted);
+  std::vector<uint8_t> bytes(3 * kPer);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(range.first + i % (range.last - range.first + 1));
   bytes[kPer + 5] = 140;  // expert 1 refused
   const AdmittedScales admitted = AdmittedScales::Admit(bytes, kPer);
   DeviceScales scales;
@@ -61,6 +63,21 @@ TEST_F(DeviceScalesTest, OnlyAdmittedExpertsGetFoldedScales) {
   const std::vector<uint16_t> ordinary = Read(scales, Transform::kOrdinary, bytes.size() + kPer);
   EXPECT_EQ(std::vector<uint16_t>(ordinary.begin() + kPer, ordinary.end()), Prepared(Transform::kOrdinary, bytes));
   EXPECT_FALSE(scales.Write(admitted, 2 * kPer, nullptr).ok()) << "beyond the buffer: refused, nothing written";
+}
+
+TEST_F(DeviceScalesTest, FillPreparesOneKnownByteAndAdmitsNothing) {
+  const std::vector<uint8_t> bytes(40, 127);
+  const LayerAdmission admitted;  // raw 127 is 2^0, admitted
+  ASSERT_TRUE(AdmitLayer(bytes).admitted);
+  DeviceScales scales;
+  ASSERT_TRUE(scales.Allocate(bytes.size(), admitted).ok());
+  const uint64_t before = AdmittedByteCount();
+  ASSERT_TRUE(scales.Fill(127, admitted, bytes.size(), nullptr).ok());
+  EXPECT_EQ(AdmittedByteCount(), before);
+  for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
+    EXPECT_EQ(Read(scales, transform, bytes.size()), Prepared(transform, bytes)) << int(transform);
+  }
+  EXPECT_FALSE(scales.Fill(127, admitted, bytes.size() + 1, nullptr).ok()) << "beyond the buffer";
 }
 
 }  // namespace
