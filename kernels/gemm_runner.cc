@@ -11,11 +11,11 @@
 #include "kernels/builtin_kernels.h"
 #include "kernels/cuda_status.h"
 #include "kernels/device_buffer.h"
+#include "kernels/device_scales.h"
 #include "kernels/dispatch_table.h"
 #include "kernels/grouped_gemm_launch.h"
 #include "kernels/launch_plan.h"
 #include "kernels/tactic_cache.h"
-#include "reference/prepare_layer_scales.h"
 #include "reference/status_macros.h"
 
 namespace mxdiff {
@@ -32,12 +32,9 @@ class DeviceLayer final : public PreparedLayer {
 
   int device() const { return device_; }
   DeviceBuffer codes;
-  DeviceBuffer ordinary_scales;
-  DeviceBuffer folded_scales;  // only when admitted
+  DeviceScales prepared_scales;  // the folded ones only when admitted (PreparesTransform)
 
-  const uint16_t* scales(Transform transform) const {
-    return transform == Transform::kOrdinary ? ordinary_scales.as<uint16_t>() : folded_scales.as<uint16_t>();
-  }
+  const uint16_t* scales(Transform transform) const { return prepared_scales.scales(transform); }
 
  private:
   int device_;
@@ -87,17 +84,12 @@ class CudaGemmRunner final : public GemmRunner {
                       code_count, scale_count, packed_codes.size(), scale_bytes.size()));
     }
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
-    auto layer = std::make_unique<DeviceLayer>(device_, groups, n, k, AdmitLayer(scale_bytes));
+    const AdmittedScales admitted = AdmittedScales::Admit(scale_bytes, /*per_expert=*/0);  // the whole layer
+    auto layer = std::make_unique<DeviceLayer>(device_, groups, n, k, admitted.layer());
     MXDIFF_RETURN_IF_ERROR(layer->codes.Allocate(code_count, "weight codes"));
     MXDIFF_RETURN_IF_ERROR(layer->codes.Upload(packed_codes, stream_, "copy codes"));
-    std::vector<uint16_t> prepared(scale_count);
-    for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
-      if (transform == Transform::kFolded && !layer->admission().admitted) continue;
-      DeviceBuffer& buffer = transform == Transform::kOrdinary ? layer->ordinary_scales : layer->folded_scales;
-      PrepareLayerScales(transform, scale_bytes, prepared);
-      MXDIFF_RETURN_IF_ERROR(buffer.Allocate(scale_count * sizeof(uint16_t), "prepared scales"));
-      MXDIFF_RETURN_IF_ERROR(buffer.Upload(std::span<const uint16_t>(prepared), stream_, "copy scales"));
-    }
+    MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.Allocate(scale_count, admitted.layer()));
+    MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.Write(admitted, 0, stream_));
     return std::unique_ptr<PreparedLayer>(std::move(layer));
   }
 

@@ -8,12 +8,12 @@
 #include "fmt/core.h"
 #include "kernels/cuda_status.h"
 #include "kernels/device_buffer.h"
+#include "kernels/device_scales.h"
 #include "kernels/grouped_gemm_launch.h"
 #include "kernels/launch_plan.h"
 #include "kernels/moe_layer_kernels.h"
 #include "kernels/output_poison.h"
 #include "kernels/tile_map.h"
-#include "reference/prepare_layer_scales.h"
 #include "reference/status_macros.h"
 
 namespace mxdiff {
@@ -25,7 +25,7 @@ struct GemmState {
   size_t codes_per_expert = 0;
   size_t scales_per_expert = 0;
   DeviceBuffer codes;
-  DeviceBuffer scales[kTransformCount];  // prepared for the ordinary and the folded transform
+  DeviceScales scales;  // prepared for the ordinary transform and, per admitted expert, the folded one
   std::vector<LayerAdmission> experts;
   LayerAdmission layer;
   // Of the last capture:
@@ -39,6 +39,7 @@ struct GemmState {
 
 class CudaMoeLayer final : public MoeLayer {
  public:
+  using MoeLayer::WriteWeights;
   CudaMoeLayer(GemmRunner& runner, const MoeLayerConfig& config) : runner_(runner), config_(config) {
     const MoeShape& s = config_.shape;
     max_rows_ = config_.max_tokens * s.top_k + (s.shared_expert ? config_.max_tokens : 0);
@@ -48,7 +49,7 @@ class CudaMoeLayer final : public MoeLayer {
     gemm_[1].k = s.intermediate;
     for (GemmState& gemm : gemm_) {
       gemm.codes_per_expert = size_t(gemm.n) * size_t(gemm.k) / 2;
-      gemm.scales_per_expert = size_t(gemm.n) * size_t(gemm.k) / kBlockK;
+      gemm.scales_per_expert = MoeScalesPerExpert(s, MoeGemm(&gemm - gemm_));
       gemm.experts.assign(size_t(s.groups()), LayerAdmission{});
     }
   }
@@ -97,12 +98,11 @@ class CudaMoeLayer final : public MoeLayer {
     for (GemmState& gemm : gemm_) {
       MXDIFF_RETURN_IF_ERROR(gemm.codes.Allocate(groups * gemm.codes_per_expert, "weight codes"));
       MXDIFF_RETURN_IF_ERROR(gemm.codes.Fill(0, stream_, "clear codes"));
-      for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
-        DeviceBuffer& scales = gemm.scales[int(transform)];
-        MXDIFF_RETURN_IF_ERROR(scales.Allocate(groups * gemm.scales_per_expert * sizeof(uint16_t), "prepared scales"));
-        const std::vector<uint16_t> every(groups * gemm.scales_per_expert, prepared_scale(transform, 127));
-        MXDIFF_RETURN_IF_ERROR(scales.Upload(std::span<const uint16_t>(every), stream_, "copy scales"));
-      }
+      // Room for both transforms (the experts' verdicts change with every write), then raw 127
+      // (2^0) everywhere: admitted, as the experts' initial verdicts (LayerAdmission{}) say.
+      const LayerAdmission admitted;
+      MXDIFF_RETURN_IF_ERROR(gemm.scales.Allocate(groups * gemm.scales_per_expert, admitted));
+      MXDIFF_RETURN_IF_ERROR(gemm.scales.Fill(127, admitted, groups * gemm.scales_per_expert, stream_));
     }
     return CudaStatus(ConfigureMoeRoute(MoeRouteSharedBytes(s.groups(), config_.max_tokens, s.top_k, max_rows_)),
                 "configure the routing kernel");
@@ -114,12 +114,14 @@ class CudaMoeLayer final : public MoeLayer {
   const LayerAdmission& admission(MoeGemm gemm) const override { return gemm_[int(gemm)].layer; }
 
   absl::Status WriteWeights(MoeGemm which, int first_expert, std::span<const uint8_t> codes,
-                            std::span<const uint8_t> scale_bytes) override {
+                            const AdmittedScales& scales) override {
     GemmState& gemm = gemm_[int(which)];
+    const std::span<const uint8_t> scale_bytes = scales.bytes();
     const int groups = config_.shape.groups();
     const size_t count = codes.size() / gemm.codes_per_expert;
     if (codes.empty() || codes.size() % gemm.codes_per_expert != 0 || first_expert < 0 ||
-        first_expert + count > size_t(groups) || scale_bytes.size() != count * gemm.scales_per_expert) {
+        first_expert + count > size_t(groups) || scale_bytes.size() != count * gemm.scales_per_expert ||
+        scales.per_expert() != gemm.scales_per_expert) {
       return absl::InvalidArgumentError(fmt::format(
           "{} weights: {} code bytes and {} scale bytes from expert {}: an expert has {} and {}, the layer {} experts",
           MoeGemmName(which), codes.size(), scale_bytes.size(), first_expert, gemm.codes_per_expert,
@@ -129,17 +131,8 @@ class CudaMoeLayer final : public MoeLayer {
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "wait for the layer"));
     MXDIFF_RETURN_IF_ERROR(
         gemm.codes.Upload(codes.data(), codes.size(), first_expert * gemm.codes_per_expert, stream_, "copy codes"));
-    std::vector<uint16_t> prepared(scale_bytes.size());
-    for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
-      PrepareLayerScales(transform, scale_bytes, prepared);
-      MXDIFF_RETURN_IF_ERROR(gemm.scales[int(transform)].Upload(prepared.data(), prepared.size() * sizeof(uint16_t),
-                                                               first_expert * gemm.scales_per_expert * sizeof(uint16_t),
-                                                               stream_, "copy scales"));
-    }
-    for (size_t e = 0; e < count; ++e) {
-      gemm.experts[first_expert + e] =
-          AdmitLayer(scale_bytes.subspan(e * gemm.scales_per_expert, gemm.scales_per_expert));
-    }
+    MXDIFF_RETURN_IF_ERROR(gemm.scales.Write(scales, first_expert * gemm.scales_per_expert, stream_));
+    std::copy(scales.experts().begin(), scales.experts().end(), gemm.experts.begin() + first_expert);
     gemm.layer = CombineExpertAdmissions(gemm.experts, gemm.scales_per_expert);
     return absl::OkStatus();
   }
@@ -395,7 +388,7 @@ class CudaMoeLayer final : public MoeLayer {
                        .tile_routing = tile_routing,
                        .record = record,
                        .codes = gemm.codes.as<uint8_t>(),
-                       .scales = gemm.scales[int(route.variant)].as<uint16_t>(),
+                       .scales = gemm.scales.scales(route.variant),
                        .output = output.as<uint16_t>(),
                        .semaphores = gemm.semaphores.as<int>(),
                        .semaphore_count = gemm.semaphores.bytes() / sizeof(int32_t),

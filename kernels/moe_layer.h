@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/admitted_scales.h"
 #include "kernels/gemm_runner.h"
 #include "kernels/moe_layer_plan.h"
 #include "reference/moe_layer.h"
@@ -119,10 +120,18 @@ class MoeLayer {
 
   // Writes experts [first_expert, first_expert + n) of one GEMM: codes (n x N x K/2) and raw scale
   // bytes (n x N x K/32) in the layouts of reference/problem.h (the shared expert is group
-  // `experts`). Prepares the scales for both transforms and decides that expert's admission
-  // again; the GEMM's verdict is the combination over all its experts.
+  // `experts`), the bytes admitted expert by expert (AdmittedScales, per_expert N x K/32) by the
+  // caller, once: the layer takes those verdicts and admits nothing again. Prepares the scales
+  // (kernels/device_scales.h: the folded ones of admitted experts only); the GEMM's verdict is
+  // the combination over all its experts.
   virtual absl::Status WriteWeights(MoeGemm gemm, int first_expert, std::span<const uint8_t> codes,
-                                    std::span<const uint8_t> scale_bytes) = 0;
+                                    const AdmittedScales& scales) = 0;
+  // The same, admitting the raw bytes here.
+  absl::Status WriteWeights(MoeGemm gemm, int first_expert, std::span<const uint8_t> codes,
+                            std::span<const uint8_t> scale_bytes) {
+    return WriteWeights(gemm, first_expert, codes,
+                        AdmittedScales::Admit(scale_bytes, MoeScalesPerExpert(config().shape, gemm)));
+  }
   virtual const LayerAdmission& admission(MoeGemm gemm) const = 0;
 
   // Writes the next replay's inputs into the captured buffers: tokens (0..max_tokens) x hidden

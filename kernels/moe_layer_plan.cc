@@ -50,6 +50,11 @@ absl::StatusOr<MoeLayerRoutes> DecideMoeRoutes(const KernelRegistry& registry, c
   return routes;
 }
 
+size_t MoeScalesPerExpert(const MoeShape& shape, MoeGemm gemm) {
+  return gemm == MoeGemm::kW13 ? size_t(shape.w13_n()) * size_t(shape.hidden) / kBlockK
+                               : size_t(shape.hidden) * size_t(shape.intermediate) / kBlockK;
+}
+
 LayerAdmission CombineExpertAdmissions(std::span<const LayerAdmission> experts, size_t scales_per_expert,
                                        size_t max_reported) {
   LayerAdmission layer;

@@ -20,6 +20,10 @@ namespace mxdiff {
 enum class MoeGemm : uint8_t { kW13 = 0, kW2 = 1 };
 std::string_view MoeGemmName(MoeGemm gemm);  // "W13", "W2"
 
+// The raw scale bytes of one expert of `gemm`: N x K/32 (W13: 2 intermediate x hidden/32, W2:
+// hidden x intermediate/32).
+size_t MoeScalesPerExpert(const MoeShape& shape, MoeGemm gemm);
+
 // The most M tiles (cta_m rows each) that any routing of `tokens` tokens can need: with R =
 // tokens x top_k routed rows spread over g = min(experts, R) experts, g + (R - g) / cta_m tiles
 // (a group of 1 + a cta_m + r rows, 0 <= r < cta_m, needs a + 1), plus the shared expert's

@@ -1,6 +1,7 @@
 #include "reference/admission.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string_view>
 
 #include "fmt/core.h"
@@ -96,9 +97,14 @@ MXDIFF_BULK_LOOP void Count(const uint8_t* bytes, size_t count, uint64_t* histog
   for (size_t i = 0; i < count; ++i) ++histogram[bytes[i]];
 }
 
+std::atomic<uint64_t> admitted_bytes{0};
+
 }  // namespace
 
+uint64_t AdmittedByteCount() { return admitted_bytes.load(std::memory_order_relaxed); }
+
 LayerAdmission AdmitLayer(std::span<const uint8_t> scale_bytes, size_t max_reported) {
+  admitted_bytes.fetch_add(scale_bytes.size(), std::memory_order_relaxed);
   const std::array<bool, 256>& admitted = FoldAdmittedBytes();
   LayerAdmission verdict;
   verdict.refused_count = CountRefused(admitted.data(), scale_bytes.data(), scale_bytes.size());

@@ -37,6 +37,10 @@ struct LayerAdmission {
 
 LayerAdmission AdmitLayer(std::span<const uint8_t> scale_bytes, size_t max_reported = 16);
 
+// The scale bytes AdmitLayer has read in this process so far, all threads together: tests count
+// with it that a path admits each scale byte once (fuzz_layer's, kernels/admitted_scales.h).
+uint64_t AdmittedByteCount();
+
 // Count of each raw byte value. A layer's verdict depends only on it: admitted exactly when no
 // refused raw value occurs (RefusedCount == 0), whatever the order of the bytes.
 using ScaleHistogram = std::array<uint64_t, 256>;

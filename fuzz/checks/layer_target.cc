@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "fuzz/mutators/fuzz_rules.h"
 #include "fuzz/checks/layer_compare.h"
+#include "kernels/admitted_scales.h"
 #include "kernels/builtin_kernels.h"
 #include "reference/admission.h"
 
@@ -44,16 +45,50 @@ int Capacity(const LayerCase& c, MoeGemm gemm, const Tactic& tactic) {
   return configured > 0 ? configured : MoeWorstMTiles(c.shape, c.max_tokens, tactic.cta_m);
 }
 
-absl::StatusOr<MoeLayerRoutes> ExpectedRoutes(const LayerCase& c, int replay) {
+}  // namespace
+
+// The admission verdicts of a case's scale arrays, each array admitted once (expert by expert)
+// when the case is checked: the initial W13 and W2 scales and every replay's new ones. All that
+// needs a verdict on the way to the kernels (the expected routes, the folded-on-refused check,
+// the layer's WriteWeights) takes it from here.
+class CaseAdmissions {
+ public:
+  explicit CaseAdmissions(const LayerCase& c) {
+    for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
+      std::vector<AdmittedScales>& at = by_replay_[int(gemm)];
+      const size_t per_expert = MoeScalesPerExpert(c.shape, gemm);
+      at.push_back(AdmittedScales::Admit(gemm == MoeGemm::kW13 ? c.w13_scales : c.w2_scales, per_expert));
+      for (const LayerReplay& x : c.replays) {
+        const bool fresh = gemm == MoeGemm::kW13 ? x.new_w13_scales : x.new_w2_scales;
+        at.push_back(fresh ? AdmittedScales::Admit(gemm == MoeGemm::kW13 ? x.w13_scales : x.w2_scales, per_expert)
+                           : at.back());
+      }
+    }
+  }
+  // The scales replay `replay` runs on (-1: the initial ones), as LayerScalesAt.
+  const AdmittedScales& At(MoeGemm gemm, int replay) const { return by_replay_[int(gemm)][size_t(replay + 1)]; }
+
+ private:
+  std::vector<AdmittedScales> by_replay_[2];
+};
+
+// What CheckCase derives once and CheckDevice meets: the verdicts and each replay's expectation.
+struct LayerCaseState {
+  CaseAdmissions admissions;
+  std::vector<Expected> expected;  // one per replay
+};
+
+namespace {
+
+absl::StatusOr<MoeLayerRoutes> ExpectedRoutes(const LayerCase& c, const CaseAdmissions& admissions, int replay) {
   return DecideMoeRoutes(BuiltinKernelRegistry(), MapLayerTactic(c.w13_tactic), MapLayerTactic(c.w2_tactic),
                          MoeLayerRequest{.transform = c.request, .policy = c.policy},
-                         AdmitLayer(LayerScalesAt(c, MoeGemm::kW13, replay)),
-                         AdmitLayer(LayerScalesAt(c, MoeGemm::kW2, replay)));
+                         admissions.At(MoeGemm::kW13, replay).layer(), admissions.At(MoeGemm::kW2, replay).layer());
 }
 
-absl::StatusOr<Expected> Expect(const LayerCase& c, int r, StepModel model) {
+absl::StatusOr<Expected> Expect(const LayerCase& c, const CaseAdmissions& admissions, int r, StepModel model) {
   Expected expected;
-  absl::StatusOr<MoeLayerRoutes> routes = ExpectedRoutes(c, r);
+  absl::StatusOr<MoeLayerRoutes> routes = ExpectedRoutes(c, admissions, r);
   if (!routes.ok()) {
     expected.status = routes.status();
     return expected;
@@ -120,6 +155,124 @@ bool SameConfig(const MoeLayerConfig& a, const MoeLayerConfig& b) {
          a.poison_stages == b.poison_stages;
 }
 
+CheckResult WriteScales(MoeLayer& layer, MoeGemm gemm, std::span<const uint8_t> codes, const AdmittedScales& scales) {
+  if (absl::Status s = layer.WriteWeights(gemm, 0, codes, scales); !s.ok()) {
+    return Finding{"layer/setup/weights", s.ToString()};
+  }
+  return std::nullopt;
+}
+
+// Capture must refuse exactly where the dispatch rules do; `captured` says whether it captured.
+CheckResult CheckCapture(MoeLayer& layer, const LayerCase& c, const CaseAdmissions& admissions, bool& captured) {
+  const MoeLayerRequest request{.transform = c.request,
+                                .policy = c.policy,
+                                .w13_tactic = MapLayerTactic(c.w13_tactic),
+                                .w2_tactic = MapLayerTactic(c.w2_tactic)};
+  const absl::StatusOr<MoeLayerRoutes> want_capture = ExpectedRoutes(c, admissions, -1);
+  const absl::StatusOr<MoeLayerRoutes> got = layer.Capture(request);
+  captured = got.ok();
+  if (got.status().code() != want_capture.status().code()) {
+    return Finding{fmt::format("layer/capture/{}-instead-of-{}", CodeName(got.status().code()),
+                               CodeName(want_capture.status().code())),
+                   fmt::format("Capture: {}; the dispatch rules say {}", got.status().ToString(),
+                               want_capture.status().ToString())};
+  }
+  return std::nullopt;
+}
+
+// The status a replay gave against the expected one: a finding where they differ (or an
+// InvalidArgument says other words than the reference's).
+CheckResult CheckReplayStatus(int r, const absl::Status& got, const absl::Status& want) {
+  if (got.code() != want.code()) {
+    return Finding{fmt::format("layer/replay/{}-instead-of-{}", CodeName(got.code()), CodeName(want.code())),
+                   fmt::format("replay {}: the layer said {}; expected {}", r, got.ToString(), want.ToString())};
+  }
+  if (!got.ok() && want.code() == absl::StatusCode::kInvalidArgument && got.message() != want.message()) {
+    return Finding{"layer/refusal-message", fmt::format("replay {}: '{}' where the reference says '{}'", r,
+                                                        std::string(got.message()), std::string(want.message()))};
+  }
+  return std::nullopt;
+}
+
+CheckResult CheckRoutes(const CaseAdmissions& admissions, int r, const MoeLayerRoutes& ran,
+                        const MoeLayerRoutes& expected) {
+  for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
+    const Route& got = gemm == MoeGemm::kW13 ? ran.w13 : ran.w2;
+    const Route& want = gemm == MoeGemm::kW13 ? expected.w13 : expected.w2;
+    if (got != want) {
+      return Finding{fmt::format("layer/route/{}/{}-instead-of-{}", MoeGemmName(gemm), RouteReasonName(got.reason),
+                                 RouteReasonName(want.reason)),
+                     fmt::format("replay {}: {} ran {}, the dispatch rules demand {}", r, MoeGemmName(gemm),
+                                 DescribeRoute(got), DescribeRoute(want))};
+    }
+    if (got.variant == Transform::kFolded && !admissions.At(gemm, r).layer().admitted) {
+      return Finding{"layer/route/folded-on-refused", fmt::format("replay {}: {}", r, MoeGemmName(gemm))};
+    }
+  }
+  return std::nullopt;
+}
+
+// Replay r on the device against its expectation; `compared` says whether its stages were compared.
+CheckResult CheckReplay(MoeLayer& layer, const LayerCase& c, int r, const LayerCaseState& state, bool& compared) {
+  compared = false;
+  const LayerReplay& x = c.replays[size_t(r)];
+  if (x.new_w13_scales) {
+    if (CheckResult f = WriteScales(layer, MoeGemm::kW13, c.w13_codes, state.admissions.At(MoeGemm::kW13, r))) return f;
+  }
+  if (x.new_w2_scales) {
+    if (CheckResult f = WriteScales(layer, MoeGemm::kW2, c.w2_codes, state.admissions.At(MoeGemm::kW2, r))) return f;
+  }
+  if (absl::Status s = layer.SetInputs(x.tokens, x.activations, x.expert_ids, x.weights); !s.ok()) {
+    return Finding{"layer/setup/inputs", s.ToString()};
+  }
+  const Expected& expected = state.expected[size_t(r)];
+  const absl::StatusOr<MoeReplay> replay = layer.Replay();
+  if (absl::Status health = layer.CheckDevice(); !health.ok()) {
+    return Finding{"layer/cuda-error", fmt::format("replay {}: {}", r, health.ToString())};
+  }
+  if (CheckResult f = CheckReplayStatus(r, replay.status(), expected.status)) return f;
+  if (!replay.ok()) return std::nullopt;
+  if (CheckResult f = CheckRoutes(state.admissions, r, replay->routes, expected.routes)) return f;
+  MoeDeviceStages device;
+  if (absl::Status s = layer.ReadStages(device); !s.ok()) return Finding{"layer/cuda-error", s.ToString()};
+  const StageDifference difference =
+      CompareMoeStages(c.shape, *expected.stages, device, x.tokens, true, replay->routes.w13.tactic.cta_m,
+                       replay->routes.w2.tactic.cta_m);
+  if (!difference.empty()) {
+    return Finding{fmt::format("layer/mismatch/{}/{}-{}", difference.stage, TransformName(replay->routes.w13.variant),
+                               TransformName(replay->routes.w2.variant)),
+                   fmt::format("replay {} ({} tokens), routes W13 {} W2 {}: {}: {}", r, x.tokens,
+                               DescribeRoute(replay->routes.w13), DescribeRoute(replay->routes.w2), difference.stage,
+                               difference.description)};
+  }
+  compared = true;
+  return std::nullopt;
+}
+
+// The last replay again, from the graph and without it: the same bits as `last`.
+CheckResult CheckRepeat(MoeLayer& layer, const LayerCase& c, const MoeLayerStages& last) {
+  const LayerReplay& x = c.replays.back();
+  if (absl::Status s = layer.SetInputs(x.tokens, x.activations, x.expert_ids, x.weights); !s.ok()) {
+    return Finding{"layer/setup/inputs", s.ToString()};
+  }
+  for (bool graph : {true, false}) {
+    const absl::StatusOr<MoeReplay> again = graph ? layer.Replay() : layer.RunEager();
+    MoeDeviceStages device;
+    StageDifference difference{"status", again.status().ToString()};
+    if (again.ok()) {
+      if (absl::Status s = layer.ReadStages(device); !s.ok()) return Finding{"layer/cuda-error", s.ToString()};
+      difference = CompareMoeStages(c.shape, last, device, x.tokens, true, again->routes.w13.tactic.cta_m,
+                                    again->routes.w2.tactic.cta_m);
+    }
+    if (!difference.empty()) {
+      return Finding{graph ? std::string("layer/nondeterminism") : "layer/graph-vs-eager/" + difference.stage,
+                     fmt::format("the last replay again ({}): {}: {}", graph ? "graph" : "eager", difference.stage,
+                                 difference.description)};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Tactic MapLayerTactic(const Tactic& tactic) {
@@ -137,8 +290,9 @@ LayerDifferential::LayerDifferential(bool use_device)
 
 CheckResult LayerDifferential::CheckCase(const LayerCase& c) {
   const StepModel model = device_.ok() ? device_->model : StepModel::kSm90Emulated;
+  LayerCaseState state{.admissions = CaseAdmissions(c), .expected = {}};
   for (int r = 0; r < int(c.replays.size()); ++r) {
-    absl::StatusOr<Expected> expected = Expect(c, r, model);
+    absl::StatusOr<Expected> expected = Expect(c, state.admissions, r, model);
     if (!expected.ok()) {
       return Finding{"layer/reference/rejected-valid-case",
                      fmt::format("replay {}: the reference refused the case: {}", r, expected.status().ToString())};
@@ -146,128 +300,45 @@ CheckResult LayerDifferential::CheckCase(const LayerCase& c) {
     if (expected->stages) {
       if (CheckResult finding = CheckCpuSide(c, r, *expected->stages, *expected, model)) return finding;
     }
+    state.expected.push_back(*std::move(expected));
   }
-  return device_.ok() ? CheckDevice(c) : std::nullopt;
+  return device_.ok() ? CheckDevice(c, state) : std::nullopt;
 }
 
-CheckResult LayerDifferential::CheckDevice(const LayerCase& c) {
+CheckResult LayerDifferential::OpenLayer(const LayerCase& c) {
   const MoeLayerConfig config{.shape = c.shape,
                               .max_tokens = c.max_tokens,
                               .w13_tile_capacity = c.w13_capacity,
                               .w2_tile_capacity = c.w2_capacity,
                               .poison_stages = true};
-  if (layer_ == nullptr || !SameConfig(config, config_)) {
-    layer_.reset();
-    absl::StatusOr<std::unique_ptr<MoeLayer>> layer = CreateDeviceMoeLayer(config);
-    if (!layer.ok()) return Finding{"layer/setup/create", layer.status().ToString()};
-    layer_ = *std::move(layer);
-    config_ = config;
-  }
+  if (layer_ != nullptr && SameConfig(config, config_)) return std::nullopt;
+  layer_.reset();
+  absl::StatusOr<std::unique_ptr<MoeLayer>> layer = CreateDeviceMoeLayer(config);
+  if (!layer.ok()) return Finding{"layer/setup/create", layer.status().ToString()};
+  layer_ = *std::move(layer);
+  config_ = config;
+  return std::nullopt;
+}
+
+CheckResult LayerDifferential::CheckDevice(const LayerCase& c, LayerCaseState& state) {
+  if (CheckResult f = OpenLayer(c)) return f;
   MoeLayer& layer = *layer_;
-  auto write = [&](MoeGemm gemm, std::span<const uint8_t> codes, std::span<const uint8_t> scales) -> CheckResult {
-    if (absl::Status s = layer.WriteWeights(gemm, 0, codes, scales); !s.ok()) {
-      return Finding{"layer/setup/weights", s.ToString()};
-    }
-    return std::nullopt;
-  };
-  if (CheckResult f = write(MoeGemm::kW13, c.w13_codes, c.w13_scales)) return f;
-  if (CheckResult f = write(MoeGemm::kW2, c.w2_codes, c.w2_scales)) return f;
-  const MoeLayerRequest request{.transform = c.request,
-                                .policy = c.policy,
-                                .w13_tactic = MapLayerTactic(c.w13_tactic),
-                                .w2_tactic = MapLayerTactic(c.w2_tactic)};
-  const absl::StatusOr<MoeLayerRoutes> want_capture = ExpectedRoutes(c, -1);
-  const absl::StatusOr<MoeLayerRoutes> captured = layer.Capture(request);
-  if (captured.status().code() != want_capture.status().code()) {
-    return Finding{fmt::format("layer/capture/{}-instead-of-{}", CodeName(captured.status().code()),
-                               CodeName(want_capture.status().code())),
-                   fmt::format("Capture: {}; the dispatch rules say {}", captured.status().ToString(),
-                               want_capture.status().ToString())};
-  }
-  if (!captured.ok()) return std::nullopt;  // refused as it must be: nothing to replay
+  if (CheckResult f = WriteScales(layer, MoeGemm::kW13, c.w13_codes, state.admissions.At(MoeGemm::kW13, -1))) return f;
+  if (CheckResult f = WriteScales(layer, MoeGemm::kW2, c.w2_codes, state.admissions.At(MoeGemm::kW2, -1))) return f;
+  bool captured = false;
+  if (CheckResult f = CheckCapture(layer, c, state.admissions, captured)) return f;
+  if (!captured) return std::nullopt;  // refused as it must be: nothing to replay
 
   std::optional<MoeLayerStages> last;  // of the last replay, where it was compared
   for (int r = 0; r < int(c.replays.size()); ++r) {
-    const LayerReplay& x = c.replays[size_t(r)];
-    if (x.new_w13_scales) {
-      if (CheckResult f = write(MoeGemm::kW13, c.w13_codes, x.w13_scales)) return f;
-    }
-    if (x.new_w2_scales) {
-      if (CheckResult f = write(MoeGemm::kW2, c.w2_codes, x.w2_scales)) return f;
-    }
-    if (absl::Status s = layer.SetInputs(x.tokens, x.activations, x.expert_ids, x.weights); !s.ok()) {
-      return Finding{"layer/setup/inputs", s.ToString()};
-    }
-    absl::StatusOr<Expected> expected = Expect(c, r, device_->model);
-    if (!expected.ok()) return Finding{"layer/reference/rejected-valid-case", expected.status().ToString()};
-    const absl::StatusOr<MoeReplay> replay = layer.Replay();
-    if (absl::Status health = layer.CheckDevice(); !health.ok()) {
-      return Finding{"layer/cuda-error", fmt::format("replay {}: {}", r, health.ToString())};
-    }
-    if (replay.status().code() != expected->status.code()) {
-      return Finding{fmt::format("layer/replay/{}-instead-of-{}", CodeName(replay.status().code()),
-                                 CodeName(expected->status.code())),
-                     fmt::format("replay {}: the layer said {}; expected {}", r, replay.status().ToString(),
-                                 expected->status.ToString())};
-    }
-    if (!replay.ok()) {
-      if (expected->status.code() == absl::StatusCode::kInvalidArgument &&
-          replay.status().message() != expected->status.message()) {
-        return Finding{"layer/refusal-message", fmt::format("replay {}: '{}' where the reference says '{}'", r,
-                                                            std::string(replay.status().message()),
-                                                            std::string(expected->status.message()))};
-      }
-      continue;
-    }
-    for (MoeGemm gemm : {MoeGemm::kW13, MoeGemm::kW2}) {
-      const Route& got = gemm == MoeGemm::kW13 ? replay->routes.w13 : replay->routes.w2;
-      const Route& want = gemm == MoeGemm::kW13 ? expected->routes.w13 : expected->routes.w2;
-      if (got != want) {
-        return Finding{fmt::format("layer/route/{}/{}-instead-of-{}", MoeGemmName(gemm), RouteReasonName(got.reason),
-                                   RouteReasonName(want.reason)),
-                       fmt::format("replay {}: {} ran {}, the dispatch rules demand {}", r, MoeGemmName(gemm),
-                                   DescribeRoute(got), DescribeRoute(want))};
-      }
-      if (got.variant == Transform::kFolded && !AdmitLayer(LayerScalesAt(c, gemm, r)).admitted) {
-        return Finding{"layer/route/folded-on-refused", fmt::format("replay {}: {}", r, MoeGemmName(gemm))};
-      }
-    }
-    MoeDeviceStages device;
-    if (absl::Status s = layer.ReadStages(device); !s.ok()) return Finding{"layer/cuda-error", s.ToString()};
-    const StageDifference difference =
-        CompareMoeStages(c.shape, *expected->stages, device, x.tokens, true, replay->routes.w13.tactic.cta_m,
-                         replay->routes.w2.tactic.cta_m);
-    if (!difference.empty()) {
-      return Finding{fmt::format("layer/mismatch/{}/{}-{}", difference.stage, TransformName(replay->routes.w13.variant),
-                                 TransformName(replay->routes.w2.variant)),
-                     fmt::format("replay {} ({} tokens), routes W13 {} W2 {}: {}: {}", r, x.tokens,
-                                 DescribeRoute(replay->routes.w13), DescribeRoute(replay->routes.w2), difference.stage,
-                                 difference.description)};
-    }
+    bool compared = false;
+    if (CheckResult f = CheckReplay(layer, c, r, state, compared)) return f;
+    if (!compared) continue;
     ++replays_compared_;
-    last = r + 1 == int(c.replays.size()) ? std::move(expected->stages) : std::nullopt;
+    last = r + 1 == int(c.replays.size()) ? std::move(state.expected[size_t(r)].stages) : std::nullopt;
   }
-  // The last replay again, from the graph and without it: the same bits.
   if (last) {
-    const LayerReplay& x = c.replays.back();
-    if (absl::Status s = layer.SetInputs(x.tokens, x.activations, x.expert_ids, x.weights); !s.ok()) {
-      return Finding{"layer/setup/inputs", s.ToString()};
-    }
-    for (bool graph : {true, false}) {
-      const absl::StatusOr<MoeReplay> again = graph ? layer.Replay() : layer.RunEager();
-      MoeDeviceStages device;
-      StageDifference difference{"status", again.status().ToString()};
-      if (again.ok()) {
-        if (absl::Status s = layer.ReadStages(device); !s.ok()) return Finding{"layer/cuda-error", s.ToString()};
-        difference = CompareMoeStages(c.shape, *last, device, x.tokens, true, again->routes.w13.tactic.cta_m,
-                                      again->routes.w2.tactic.cta_m);
-      }
-      if (!difference.empty()) {
-        return Finding{graph ? std::string("layer/nondeterminism") : "layer/graph-vs-eager/" + difference.stage,
-                       fmt::format("the last replay again ({}): {}: {}", graph ? "graph" : "eager", difference.stage,
-                                   difference.description)};
-      }
-    }
+    if (CheckResult f = CheckRepeat(layer, c, *last)) return f;
   }
   if (absl::Status health = layer.CheckDevice(); !health.ok()) return Finding{"layer/cuda-error", health.ToString()};
   return std::nullopt;

@@ -23,6 +23,8 @@ namespace mxdiff::fuzz {
 // instantiated, else a deterministic pick among the instantiated shapes (same splits and swizzle).
 Tactic MapLayerTactic(const Tactic& tactic);
 
+struct LayerCaseState;  // the case's admission verdicts and expectations, derived once (layer_target.cc)
+
 class LayerDifferential {
  public:
   // `use_device`: open the GPU (OpenLayerDevice); where it is unavailable only the CPU side runs.
@@ -37,7 +39,9 @@ class LayerDifferential {
   size_t replays_compared() const { return replays_compared_; }
 
  private:
-  CheckResult CheckDevice(const LayerCase& c);
+  // The device layer for `c`'s configuration: the one kept, or a new one.
+  CheckResult OpenLayer(const LayerCase& c);
+  CheckResult CheckDevice(const LayerCase& c, LayerCaseState& state);
 
   absl::StatusOr<LayerDevice> device_;
   std::unique_ptr<MoeLayer> layer_;  // reused while the configuration stays the same

@@ -1,8 +1,8 @@
 // A fuzz target as one thing (fuzz/README.md: adding a target). A target is its codec (does an
 // input decode, what it says), its named checks (every one runs on a case and each finding is
 // kept), its mutator, the writer of its seeds and its options. It is defined once, in its own file,
-// with MXDIFF_FUZZ_TARGET, and listed once in fuzz/targets/registry.cc; fuzz/targets.txt names the same
-// targets (a test checks both agree). Everything else iterates the registry: the libFuzzer entry
+// with MXDIFF_FUZZ_TARGET, and registered once, by its line in fuzz/targets.txt (fuzz/CMakeLists.txt
+// generates the registry's list from it). Everything else iterates the registry: the libFuzzer entry
 // points (MXDIFF_FUZZ_ENTRY, one line generated per target by fuzz/CMakeLists.txt), the plain
 // replay binaries, repro and the corpus replay tests.
 #pragma once
@@ -110,6 +110,19 @@ FuzzTarget CaseFormatTarget(std::string_view name, std::string_view kind, size_t
       },
       .seed_writer = "mxdiff_fuzz_seeds",
   };
+}
+
+// A CPU target of the case format whose checks are one module's (fuzz/checks/<x>_target.h):
+// `Names` lists them in order and `Findings` runs every one on a case. The whole definition of
+// such a target (fuzz/targets/fuzz_reference.cc):
+//   MXDIFF_FUZZ_TARGET(fuzz_x) { return CaseChecksTarget<kXProfile, XCheckNames, XFindings>("fuzz_x", 2048); }
+template <const MutationProfile& Profile, std::vector<std::string_view> (*Names)(),
+          std::vector<Finding> (*Findings)(const FuzzCase&)>
+FuzzTarget CaseChecksTarget(std::string_view name, size_t max_len) {
+  FuzzTarget target = CaseFormatTarget<Profile>(name, "cpu", max_len);
+  target.check_names = Names();
+  target.check = [](std::span<const uint8_t> input, bool fresh) { return CheckCaseInput(input, fresh, Findings); };
+  return target;
 }
 
 // What the entry points do with one input (fuzz/driver/target_driver.h: CheckFuzzInput).

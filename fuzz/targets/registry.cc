@@ -1,15 +1,9 @@
-// The registry of fuzz targets: one line per target (its file defines it with MXDIFF_FUZZ_TARGET).
-// fuzz/targets.txt lists the same names in the same order (tests/fuzz/registry_test.cc).
+// The registry of fuzz targets. A target's registration is its line in fuzz/targets.txt:
+// fuzz/CMakeLists.txt writes that list, in its order, as MXDIFF_REGISTERED_FUZZ_TARGETS(X) (one
+// X(name) per target) into registered_targets.inc, and fuzz/targets/<name>.cc defines each one
+// with MXDIFF_FUZZ_TARGET.
 #include "fuzz/driver/fuzz_target.h"
-
-// The registration: one line per target.
-#define MXDIFF_REGISTERED_FUZZ_TARGETS(X) \
-  X(fuzz_transform)                       \
-  X(fuzz_dispatch)                        \
-  X(fuzz_reference)                       \
-  X(fuzz_safetensors)                     \
-  X(fuzz_gemm)                            \
-  X(fuzz_layer)
+#include "registered_targets.inc"
 
 MXDIFF_REGISTERED_FUZZ_TARGETS(MXDIFF_DECLARE_FUZZ_TARGET)
 #define MXDIFF_TARGET_ADDRESS(name) &MxdiffFuzzTarget_##name(),

@@ -12,6 +12,7 @@
 #include "fuzz/checks/layer_target.h"
 #include "fuzz/mutators/mutation_sequence.h"
 #include "gtest/gtest.h"
+#include "reference/admission.h"
 
 namespace mxdiff::fuzz {
 namespace {
@@ -109,6 +110,42 @@ TEST(LayerTarget, CpuSideOfTheCorpusAndOfMutatedCases) {
                                       << DescribeLayerCase(c);
   }
 }
+
+// The scale bytes a case holds: its initial arrays and each replay's new ones, each once.
+size_t DistinctScaleBytes(const LayerCase& c) {
+  size_t bytes = c.w13_scales.size() + c.w2_scales.size();
+  for (const LayerReplay& x : c.replays) {
+    bytes += (x.new_w13_scales ? x.w13_scales.size() : 0) + (x.new_w2_scales ? x.w2_scales.size() : 0);
+  }
+  return bytes;
+}
+
+// A layer case's path from CheckCase to the kernels admits no scale byte twice (counted by
+// AdmittedByteCount in AdmitLayer): once on the CPU side, and with a device (skipped without one)
+// the capture, every replay's routes and the layer's WriteWeights take the same verdicts.
+void ExpectEachScaleByteAdmittedOnce(bool use_device) {
+  LayerDifferential differential(use_device);
+  if (use_device && !differential.device_available()) {
+    GTEST_SKIP() << "no calibrated CUDA device: " << differential.device().status();
+  }
+  std::vector<LayerCase> cases;
+  for (const std::vector<uint8_t>& bytes : CorpusCases()) cases.push_back(*DecodeLayerCase(bytes));
+  CaseRng rng(20261205);
+  for (int i = 0; i < 20; ++i) cases.push_back(RandomLayerCase(rng, kLayerProfile));
+  size_t shared = 0;  // cases where a replay runs on scales an earlier one ran on
+  for (const LayerCase& c : cases) {
+    shared += c.replays.size() > 1 && !c.replays[1].new_w13_scales ? 1 : 0;
+    const uint64_t before = AdmittedByteCount();
+    const CheckResult finding = differential.CheckCase(c);
+    EXPECT_FALSE(finding.has_value()) << finding->signature << ": " << finding->description;
+    EXPECT_EQ(AdmittedByteCount() - before, DistinctScaleBytes(c)) << DescribeLayerCase(c);
+  }
+  EXPECT_GT(shared, 0u) << "no case replays scales twice: the count could not see a second admission";
+}
+
+TEST(LayerTarget, TheCpuPathAdmitsEachScaleByteOnce) { ExpectEachScaleByteAdmittedOnce(/*use_device=*/false); }
+
+TEST(LayerTarget, TheDevicePathAdmitsEachScaleByteOnce) { ExpectEachScaleByteAdmittedOnce(/*use_device=*/true); }
 
 TEST(LayerTarget, MapsUnbuiltTacticsOntoBuiltOnes) {
   const Tactic built{.cta_m = 16, .cta_n = 128, .cta_k = 32, .splits = 5, .swizzle = 2};

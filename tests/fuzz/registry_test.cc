@@ -69,7 +69,8 @@ TEST(FuzzRegistry, EqualsTargetsTxt) {
     registered.push_back(std::string(target->name) + " " + std::string(target->options.kind));
   }
   EXPECT_EQ(registered, TargetsTxt(MXDIFF_SOURCE_DIR))
-      << "fuzz/targets/registry.cc and fuzz/targets.txt must list the same targets, kinds and order";
+      << "the registry (generated from fuzz/targets.txt) and fuzz/targets.txt must list the same targets, "
+         "kinds and order: a target's file must say the kind its line says";
 }
 
 TEST(FuzzRegistry, EveryTargetHasEveryPart) {
@@ -145,6 +146,48 @@ TEST(FuzzRegistry, ToyTargetIsOneDefinitionAndOneLine) {
   const CheckResult first = mxdiff::fuzz::FirstFindingOf(*findings);
   EXPECT_EQ(first->signature, "toy/all-zero");
   EXPECT_NE(first->description.find("also: toy/long"), std::string::npos);
+  fs::remove_all(root);
+}
+
+// A toy CPU target of the case format (fuzz_reference, fuzz_transform and fuzz_dispatch have this
+// shape): its checks, then its whole definition, one statement.
+CheckResult ToyCaseHasGroups(const mxdiff::fuzz::FuzzCase& c) {
+  if (c.groups >= 1) return std::nullopt;
+  return mxdiff::fuzz::Finding{"toy-case/no-groups", "no groups"};
+}
+constexpr mxdiff::fuzz::NamedCheck<mxdiff::fuzz::FuzzCase> kToyCaseChecks[] = {{"has-groups", ToyCaseHasGroups}};
+std::vector<std::string_view> ToyCaseCheckNames() { return mxdiff::fuzz::CheckNamesOf(kToyCaseChecks); }
+std::vector<mxdiff::fuzz::Finding> ToyCaseFindings(const mxdiff::fuzz::FuzzCase& c) {
+  return mxdiff::fuzz::RunNamedChecks<mxdiff::fuzz::FuzzCase>(kToyCaseChecks, c);
+}
+
+MXDIFF_FUZZ_TARGET(fuzz_toy_case) {
+  using namespace mxdiff::fuzz;
+  return CaseChecksTarget<kDispatchProfile, ToyCaseCheckNames, ToyCaseFindings>("fuzz_toy_case", 2048);
+}
+
+TEST(FuzzRegistry, ToyCaseTargetIsOneStatementWithEveryPart) {
+  const fs::path root = ToyTree();
+  const fs::path source = MXDIFF_SOURCE_DIR;
+  fs::create_directories(root / "corpus" / "fuzz_toy_case");
+  fs::create_directories(root / "fuzz" / "dictionaries");
+  fs::copy_file(source / "fuzz" / "dictionaries" / "mxdiff.dict", root / "fuzz" / "dictionaries" / "mxdiff.dict");
+  const fs::path seed = fs::directory_iterator(source / "corpus" / "fuzz_dispatch")->path();
+  fs::copy_file(seed, root / "corpus" / "fuzz_toy_case" / "seed");
+  const mxdiff::fuzz::FuzzTarget& toy = MxdiffFuzzTarget_fuzz_toy_case();
+  EXPECT_EQ(MissingParts(toy, root), (std::vector<std::string>{"fuzz/options/fuzz_toy_case.options with max_len = 2048",
+                                                               "the dictionary mxdiff.dict"}));
+  std::ofstream(root / "fuzz" / "options" / "fuzz_toy_case.options")
+      << "[libfuzzer]\nmax_len = 2048\ndict = mxdiff.dict\n";
+  EXPECT_TRUE(MissingParts(toy, root).empty());
+  EXPECT_EQ(toy.check_names, std::vector<std::string_view>{"has-groups"});
+  EXPECT_EQ(toy.format, "case");
+  std::ifstream in(seed, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const mxdiff::fuzz::InputFindings findings = toy.check(bytes, /*fresh=*/true);
+  ASSERT_TRUE(findings.has_value()) << "a corpus case decodes";
+  EXPECT_TRUE(findings->empty());
+  EXPECT_NE(toy.mutate, nullptr) << "the case format's structured mutator";
   fs::remove_all(root);
 }
 

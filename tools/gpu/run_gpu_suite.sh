@@ -14,7 +14,7 @@
 # holding fuzz/fuzz_gemm and tools/repro/repro) a fuzz_gemm campaign of MXDIFF_FUZZ_TIME seconds
 # (default 60) runs last, corpus/ left as it is. Where BUILD_DIR holds
 # tests/kernels/{moe_layer_gpu_test,moe_layer_benchmark}, the MoE layer's graph tests (and
-# memcheck over them) and benchmark run; tests/fuzz/fuzz_gemm_benchmark in BUILD_DIR and in
+# memcheck over them) and benchmark run, and tests/fuzz/layer_fuzz_test runs fuzz_layer's harness on the device; tests/fuzz/fuzz_gemm_benchmark in BUILD_DIR and in
 # MXDIFF_FUZZ_BUILD_DIR gives fuzz_gemm's executions per second, uninstrumented and as fuzzed.
 # MXDIFF_SEED fixes the tests' seeds (default: one fresh seed for the whole run, printed).
 # MXDIFF_SANITIZERS picks the compute-sanitizer tools (default all four; empty for none).
@@ -86,6 +86,10 @@ done
 # The device materialization of tensor recipes against the host's, bit for bit, where built.
 [ -x "$build/tests/fuzz/device_materialize_test" ] &&
   step "device materialization" "$out/device_materialize.log" 300 "$build/tests/fuzz/device_materialize_test"
+# fuzz_layer's harness with the device: the layer path admits each scale byte once (LayerTarget.*).
+if [ -x "$build/tests/fuzz/layer_fuzz_test" ]; then
+  step "layer fuzz tests" "$out/layer_fuzz_tests.log" 300 "$build/tests/fuzz/layer_fuzz_test"
+fi
 if [ -x "$build/tests/fuzz/fuzz_gpu_test" ]; then
   step "fuzz gpu tests" "$out/fuzz_gpu_tests.log" 300 "$build/tests/fuzz/fuzz_gpu_test"
 fi
