@@ -18,7 +18,7 @@ class AdmissionOnly : public MoeLayer {
   AdmissionOnly(LayerAdmission w13, LayerAdmission w2) : w13_(std::move(w13)), w2_(std::move(w2)) {}
   const MoeLayerConfig& config() const override { return config_; }
   int max_rows() const override { return 0; }
-  absl::Status WriteWeights(MoeGemm, int, std::span<const uint8_t>, std::span<const uint8_t>) override {
+  absl::Status WriteWeights(MoeGemm, int, std::span<const uint8_t>, const AdmittedScales&) override {
     return absl::UnimplementedError("");
   }
   const LayerAdmission& admission(MoeGemm gemm) const override { return gemm == MoeGemm::kW13 ? w13_ : w2_; }
