@@ -30,8 +30,9 @@ copy_stripped "$build" "$root/kern" --strip-all \
   tests/kernels/kernels_gpu_test tests/kernels/moe_layer_gpu_test tests/kernels/prepare_stress \
   tests/kernels/kernel_benchmark tests/kernels/moe_layer_benchmark tests/fuzz/fuzz_gpu_test \
   tests/fuzz/fuzz_gemm_benchmark tests/fuzz/device_materialize_test tests/reference/device/device_reference_test \
-  tests/tools/audit/audit_gpu_test tests/tools/bench/bench_gpu_test tools/mxdiff/mxdiff \
-  fuzz/fuzz_gemm fuzz/fuzz_layer tools/repro/repro
+  tests/fuzz/layer_fuzz_test tests/tools/audit/audit_gpu_test tests/tools/bench/bench_gpu_test \
+  tests/tools/bench/bench_cpu_test tests/kernels/kernels_cpu_test tools/mxdiff/mxdiff \
+  fuzz/fuzz_gemm fuzz/fuzz_layer tools/repro/repro fuzz/libmxdiff_example_kernel.so
 [ -x "$root/kern/tools/mxdiff/mxdiff" ] || { echo "$0: no tools/mxdiff/mxdiff in $build" >&2; exit 2; }
 if [ -n "$fuzz_build" ]; then
   # Debug info goes, symbols stay: the sanitizers' reports still name functions.
