@@ -1,9 +1,14 @@
 // The speed step's decision (tools/gate/gate_speed.h) and the model's per-token figures, from
 // synthetic layer and GEMM bench reports, on the CPU.
+#include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tools/gate/gate_report.h"
 #include "tools/gate/gate_speed.h"
 
 namespace mxdiff::gate {
@@ -111,6 +116,72 @@ TEST(GateSpeedTest, UsPerTokenSumsTheMeasuredLayersBesideTheSeedsProjection) {
   m[2].report.experiments.clear();  // a layer without figures: no sum
   EXPECT_FALSE(ModelPerToken(m, 43).has_value());
   EXPECT_FALSE(ModelPerToken({}, 43).has_value());
+}
+
+// The keywords report.schema.json uses (type, const, enum, required, properties,
+// additionalProperties, items), as gate_cli_test.py checks them: the problems found.
+void Validate(const nlohmann::json& value, const nlohmann::json& schema, const std::string& where,
+              std::vector<std::string>& problems) {
+  const std::string type = schema.value("type", "");
+  const bool typed = type.empty() || (type == "object" && value.is_object()) || (type == "array" && value.is_array()) ||
+                     (type == "string" && value.is_string()) || (type == "boolean" && value.is_boolean()) ||
+                     (type == "integer" && value.is_number_integer()) || (type == "number" && value.is_number());
+  if (!typed) return problems.push_back(fmt::format("{}: {} is not {}", where, value.dump(), type));
+  if (schema.contains("const") && value != schema["const"]) problems.push_back(where + ": not the const");
+  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end()) {
+    problems.push_back(fmt::format("{}: {} not in the enum", where, value.dump()));
+  }
+  if (value.is_object()) {
+    for (const auto& key : schema.value("required", nlohmann::json::array())) {
+      if (!value.contains(key)) problems.push_back(fmt::format("{}: no {}", where, key.get<std::string>()));
+    }
+    for (const auto& [key, item] : value.items()) {
+      const nlohmann::json properties = schema.value("properties", nlohmann::json::object());
+      const nlohmann::json sub = properties.contains(key) ? properties[key] : schema.value("additionalProperties", nlohmann::json::object());
+      if (sub.is_boolean() && !sub.get<bool>()) problems.push_back(fmt::format("{}: unexpected {}", where, key));
+      if (sub.is_object()) Validate(item, sub, where + "." + key, problems);
+    }
+  }
+  if (value.is_array() && schema.contains("items")) {
+    for (size_t i = 0; i < value.size(); ++i) Validate(value[i], schema["items"], fmt::format("{}[{}]", where, i), problems);
+  }
+}
+
+TEST(GateSpeedTest, TheReportsSpeedSectionHoldsBothProtocolsAndMatchesTheSchema) {
+  GateReport report;
+  report.speed = AllFaster();
+  report.speed.push_back(Measured("layers.1", true, bench::Verdict::kFaster, 97, 93, 99, 60));
+  report.speed.back().report.experiments.pop_back();  // no naive figures on this one
+  report.per_token = ModelPerToken(report.speed, 43);
+  report.bench_json = "bench.json";
+  report.decision = DecideGate({});
+  const nlohmann::json json = nlohmann::json::parse(GateReportJson(report));
+  std::ifstream file(MXDIFF_GATE_SCHEMA);
+  const nlohmann::json schema = nlohmann::json::parse(file);
+  std::vector<std::string> problems;
+  Validate(json, schema, "report.json", problems);
+  EXPECT_TRUE(problems.empty()) << fmt::format("{}", fmt::join(problems, "\n"));
+  const nlohmann::json& speed = json["speed"];
+  EXPECT_EQ(speed["bench_json"], "bench.json");
+  EXPECT_EQ(speed["naive_first_use"], "tune");
+  ASSERT_EQ(speed["measurements"].size(), 4u);
+  const nlohmann::json& layer = speed["measurements"][2];
+  EXPECT_EQ(layer["kind"], "layer");
+  EXPECT_EQ(layer["unit"], "us per layer");
+  EXPECT_EQ(layer["verdict"], "faster");
+  EXPECT_EQ(layer["sound"]["b_us"], 90.0);
+  EXPECT_EQ(layer["naive"]["b_us"], 53.0);
+  EXPECT_EQ(layer["naive_answer"], "faster");
+  EXPECT_FALSE(speed["measurements"][3].contains("naive"));
+  EXPECT_EQ(speed["per_token"]["measured_layers"], 2);
+  EXPECT_EQ(speed["per_token"]["projection"]["a_us"], 95.0 * 43);
+  EXPECT_FALSE(speed["per_token"].contains("naive"));  // one layer without naive figures: no naive sum
+  // An unknown field is caught (the validator is not blind).
+  nlohmann::json extra = json;
+  extra["speed"]["measurements"][0]["median"] = 1;
+  problems.clear();
+  Validate(extra, schema, "report.json", problems);
+  EXPECT_EQ(problems, (std::vector<std::string>{"report.json.speed.measurements[0]: unexpected median"}));
 }
 
 }  // namespace
