@@ -67,6 +67,28 @@ nlohmann::ordered_json SpeedJson(const GateReport& report) {
   return json;
 }
 
+// The speed measurements as a table: the sound figures and verdict, the naive ones beside them.
+std::string SpeedTable(const GateReport& report) {
+  if (report.speed.empty()) return "";
+  auto figures = [](const std::optional<ProtocolFigures>& f) {
+    return f ? fmt::format("{:.3f} | {:.3f} | {:+.3f} [{:+.3f}, {:+.3f}]", f->a_us, f->b_us, f->difference_us,
+                           f->ci_low_us, f->ci_high_us)
+             : std::string("- | - | -");
+  };
+  std::string text =
+      "\n## speed: sound and naive protocols\n\n| measurement | unit | sound A | sound B | sound B-A [CI] | verdict | "
+      "naive A | naive B | naive B-A [CI] | naive says |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const SpeedMeasurement& m : report.speed) {
+    const std::optional<ProtocolFigures> naive = FiguresOf(m.report, bench::Protocol::kNaive);
+    text += fmt::format("| {} | {} | {} | {} | {} | {} |\n", m.name, m.layer ? "us per layer" : "us per call",
+                        figures(FiguresOf(m.report, bench::Protocol::kSound)),
+                        bench::VerdictName(m.report.error.empty() ? m.report.verdict.verdict : bench::Verdict::kIncomplete),
+                        figures(naive), naive ? AnswerOf(*naive) : "-");
+  }
+  if (!report.bench_json.empty()) text += fmt::format("\nEvery round of both arms: `{}`.\n", report.bench_json);
+  return text;
+}
+
 }  // namespace
 
 std::string GateReportJson(const GateReport& report) {
@@ -110,6 +132,7 @@ std::string GateReportMarkdown(const GateReport& report) {
     for (const std::string& detail : step.details) text += fmt::format("- {}\n", detail);
     text += fmt::format("\n    {}\n", step.command);
   }
+  text += SpeedTable(report);
   if (!report.notes.empty()) text += "\n## notes\n\n";
   for (const std::string& note : report.notes) text += fmt::format("- {}\n", note);
   for (const std::string& figure : report.figures) text += fmt::format("\n![{}]({})\n", figure, figure);

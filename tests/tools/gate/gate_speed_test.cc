@@ -176,6 +176,11 @@ TEST(GateSpeedTest, TheReportsSpeedSectionHoldsBothProtocolsAndMatchesTheSchema)
   EXPECT_EQ(speed["per_token"]["measured_layers"], 2);
   EXPECT_EQ(speed["per_token"]["projection"]["a_us"], 95.0 * 43);
   EXPECT_FALSE(speed["per_token"].contains("naive"));  // one layer without naive figures: no naive sum
+  const std::string markdown = GateReportMarkdown(report);
+  EXPECT_NE(markdown.find("| layers.0 | us per layer | 95.000 | 90.000 | -5.000 [-5.500, -4.500] | faster | 95.000 | "
+                          "53.000 | -42.000 [-43.000, -41.000] | faster |\n"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| layers.1 | us per layer | 97.000 | 93.000 | -4.000 [-4.500, -3.500] | faster | - | - | - | - |\n"),
+            std::string::npos) << markdown;
   // An unknown field is caught (the validator is not blind).
   nlohmann::json extra = json;
   extra["speed"]["measurements"][0]["median"] = 1;
