@@ -258,7 +258,7 @@ class LayerBench {
   }
   MoeLayerRequest Pinned(const ArmSpec& spec) const {
     return MoeLayerRequest{.transform = RequestOf(spec),
-                           .policy = FallbackPolicy::kFailClosed,
+                           .policy = spec_.policy,
                            .w13_tactic = spec.tactic.value_or(w13_),
                            .w2_tactic = spec.tactic.value_or(w2_)};
   }

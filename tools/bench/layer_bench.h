@@ -43,6 +43,10 @@ struct LayerBenchSpec {
   // weights from the config's seed (random codes, scale bytes in the admitted range, so both
   // transforms are exact and must agree bit for bit).
   std::function<absl::Status(MoeLayer&)> write_weights;
+  // The sound protocols' policy for both arms: fail-closed (a folded arm that would fall back is
+  // an error). Real weights (the gate) may hold a GEMM refused on this rank, where the candidate
+  // runs ordinary as it would when deployed: kFallback there; the routes in the report say what ran.
+  FallbackPolicy policy = FallbackPolicy::kFailClosed;
 };
 
 // The spec of a `--shapes=layer-*` shape (ShapeSpec::layer), with generated weights.

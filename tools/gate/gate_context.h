@@ -15,6 +15,8 @@
 #include "checkpoint/expert_weights.h"
 #include "reference/admission.h"
 #include "reference/transform.h"
+#include "tools/bench/report.h"
+#include "tools/gate/gate_speed.h"
 #include "tools/gate/gate_verdict.h"
 
 namespace mxdiff::gate {
@@ -29,6 +31,10 @@ struct GateOptions {
   int cpu_cases = 3;       // CPU reference cases per layer (step 3)
   double fuzz_seconds = 60;
   double bench_budget_s = 5;  // per bench measurement
+  // --speed_time: seconds for the whole-layer measurements of all chosen layers together, split
+  // evenly over the layers and their 4 measurements (at least kMinLayerBudgetS, at most
+  // bench_budget_s each); 0: bench_budget_s each.
+  double speed_seconds = 0;
   uint64_t seed = 1;
   int device = 0;
 };
@@ -56,9 +62,6 @@ struct GateLayer {
   // Step 4: every arm's replays bit-exact, and each arm's per-GEMM transform that ran.
   bool exact_between_arms = false;
   bool exactness_ran = false;
-  // Step 5: the per-call medians (us) of W13 and W2 with the arm that runs on this layer.
-  std::optional<double> candidate_us{};
-  std::optional<double> baseline_us{};
 };
 
 struct GateContext {
@@ -71,7 +74,20 @@ struct GateContext {
   std::string no_device_reason{};   // why steps 4-5 were skipped ("" when a device was used)
   std::string findings_dir{};       // where a differing replay's .case goes (the report folder)
   std::vector<std::string> notes{};  // extra report lines (figures, fuzzing, the accuracy sentence)
+  // Step 5: every measurement (W13, W2, then each chosen layer's whole graph) and the bench's
+  // report of them all (per-round samples of both arms, every protocol: bench.json in the report).
+  std::vector<SpeedMeasurement> speed{};
+  bench::BenchReport bench{};
 };
+
+inline constexpr double kMinLayerBudgetS = 0.2;
+
+// The budget of each whole-layer measurement (sound, swapped, A/A, naive) of `layers` layers.
+inline double LayerBudgetSeconds(const GateOptions& o, size_t layers) {
+  if (o.speed_seconds <= 0 || layers == 0) return o.bench_budget_s;
+  const double share = o.speed_seconds / (4.0 * double(layers));
+  return share < kMinLayerBudgetS ? kMinLayerBudgetS : share > o.bench_budget_s ? o.bench_budget_s : share;
+}
 
 // Seconds since `start`, for the per-step times.
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {

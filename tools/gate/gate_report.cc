@@ -33,6 +33,62 @@ absl::Status WriteByRename(const std::filesystem::path& path, const std::string&
   return absl::OkStatus();
 }
 
+nlohmann::ordered_json FiguresJson(const ProtocolFigures& f) {
+  return {{"a_us", f.a_us}, {"b_us", f.b_us}, {"difference_us", f.difference_us}, {"ci_low_us", f.ci_low_us},
+          {"ci_high_us", f.ci_high_us}};
+}
+
+nlohmann::ordered_json MeasurementJson(const SpeedMeasurement& m) {
+  nlohmann::ordered_json json{{"name", m.name},
+                              {"kind", m.layer ? "layer" : "gemm"},
+                              {"unit", m.layer ? "us per layer" : "us per call"},
+                              {"candidate_runs", m.candidate_runs},
+                              {"verdict", bench::VerdictName(m.report.error.empty() ? m.report.verdict.verdict
+                                                                                    : bench::Verdict::kIncomplete)},
+                              {"message", m.report.error.empty() ? m.report.verdict.message : m.report.error}};
+  if (const auto sound = FiguresOf(m.report, bench::Protocol::kSound)) json["sound"] = FiguresJson(*sound);
+  if (const auto naive = FiguresOf(m.report, bench::Protocol::kNaive)) {
+    json["naive"] = FiguresJson(*naive);
+    json["naive_answer"] = AnswerOf(*naive);
+  }
+  return json;
+}
+
+nlohmann::ordered_json SpeedJson(const GateReport& report) {
+  nlohmann::ordered_json json{{"rule", kSpeedRule}, {"naive_first_use", "tune"}, {"bench_json", report.bench_json}};
+  json["measurements"] = nlohmann::ordered_json::array();
+  for (const SpeedMeasurement& m : report.speed) json["measurements"].push_back(MeasurementJson(m));
+  if (const std::optional<PerToken>& t = report.per_token) {
+    json["per_token"] = {{"measured_layers", t->measured_layers}, {"moe_layers", t->moe_layers},
+                         {"sound", FiguresJson(t->sound)}, {"projection", FiguresJson(t->projection)}};
+    if (t->naive) json["per_token"]["naive"] = FiguresJson(*t->naive);
+    if (t->naive_projection) json["per_token"]["naive_projection"] = FiguresJson(*t->naive_projection);
+  }
+  return json;
+}
+
+// The speed measurements as a table: the sound figures and verdict, the naive ones beside them.
+std::string SpeedTable(const GateReport& report) {
+  if (report.speed.empty()) return "";
+  auto figures = [](const std::optional<ProtocolFigures>& f) {
+    return f ? fmt::format("{:.3f} | {:.3f} | {:+.3f} [{:+.3f}, {:+.3f}]", f->a_us, f->b_us, f->difference_us,
+                           f->ci_low_us, f->ci_high_us)
+             : std::string("- | - | -");
+  };
+  std::string text =
+      "\n## speed: sound and naive protocols\n\n| measurement | unit | sound A | sound B | sound B-A [CI] | verdict | "
+      "naive A | naive B | naive B-A [CI] | naive says |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const SpeedMeasurement& m : report.speed) {
+    const std::optional<ProtocolFigures> naive = FiguresOf(m.report, bench::Protocol::kNaive);
+    text += fmt::format("| {} | {} | {} | {} | {} | {} |\n", m.name, m.layer ? "us per layer" : "us per call",
+                        figures(FiguresOf(m.report, bench::Protocol::kSound)),
+                        bench::VerdictName(m.report.error.empty() ? m.report.verdict.verdict : bench::Verdict::kIncomplete),
+                        figures(naive), naive ? AnswerOf(*naive) : "-");
+  }
+  if (!report.bench_json.empty()) text += fmt::format("\nEvery round of both arms: `{}`.\n", report.bench_json);
+  return text;
+}
+
 }  // namespace
 
 std::string GateReportJson(const GateReport& report) {
@@ -59,6 +115,7 @@ std::string GateReportJson(const GateReport& report) {
   }
   json["notes"] = report.notes;
   json["figures"] = report.figures;
+  json["speed"] = SpeedJson(report);
   return cli::DumpJson(json, 2) + "\n";
 }
 
@@ -75,6 +132,7 @@ std::string GateReportMarkdown(const GateReport& report) {
     for (const std::string& detail : step.details) text += fmt::format("- {}\n", detail);
     text += fmt::format("\n    {}\n", step.command);
   }
+  text += SpeedTable(report);
   if (!report.notes.empty()) text += "\n## notes\n\n";
   for (const std::string& note : report.notes) text += fmt::format("- {}\n", note);
   for (const std::string& figure : report.figures) text += fmt::format("\n![{}]({})\n", figure, figure);

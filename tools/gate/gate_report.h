@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tools/gate/gate_speed.h"
 #include "tools/gate/gate_verdict.h"
 
 namespace mxdiff::gate {
@@ -26,6 +28,11 @@ struct GateReport {
   std::vector<std::string> notes{};    // lines after the steps (the model's figures, the accuracy run)
   std::vector<std::string> figures{};  // PNG file names in the report folder ("" none: notes say why)
   GateDecision decision{};
+  // Step 5 (report.json "speed"): each measurement's sound and naive figures, the model's us per
+  // token, and the bench's own JSON beside the report (every round of both arms, every protocol).
+  std::vector<SpeedMeasurement> speed{};
+  std::optional<PerToken> per_token{};
+  std::string bench_json{};  // "bench.json" where written, else ""
 };
 
 std::string GateReportJson(const GateReport& report);

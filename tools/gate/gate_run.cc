@@ -1,9 +1,11 @@
 #include "tools/gate/gate_run.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -26,25 +28,10 @@ std::string LastLine(std::string_view text) {
 // The model-wide lines: us per token summed over the measured layers beside one layer x layers,
 // and whether an accuracy run can change.
 void ModelNotes(GateContext& context, const std::vector<StepResult>& steps) {
-  const size_t n = context.layers.size();
-  double baseline = 0, candidate = 0;
-  bool timed = true;
-  for (const GateLayer& layer : context.layers) {
-    timed &= layer.candidate_us.has_value();
-    baseline += layer.baseline_us.value_or(0);
-    candidate += layer.candidate_us.value_or(0);
-  }
-  if (timed && n > 0) {
-    const GateLayer& first = context.layers.front();
-    const double all = double(context.moe_layers);
-    context.notes.push_back(fmt::format(
-        "us per token, W13 + W2 per-call medians of the sound protocol summed over the {} measured layer(s) of {}: "
-        "ordinary {:.2f}, candidate {:.2f} (folded where this rank's bytes are admitted); the seed's projection, {} x "
-        "{} layers: ordinary {:.2f}, candidate {:.2f}", n, context.moe_layers, baseline, candidate, first.name,
-        context.moe_layers, *first.baseline_us * all, *first.candidate_us * all));
-  } else {
-    context.notes.push_back("us per token: not measured (the speed step did not time every layer)");
-  }
+  const std::optional<PerToken> per_token = ModelPerToken(context.speed, context.moe_layers);
+  context.notes.push_back(per_token ? PerTokenLine(*per_token)
+                                    : "us per token: not measured (the speed step did not time every chosen layer's "
+                                      "whole graph)");
   const bool exact_ran = !context.layers.empty() &&
                          std::all_of(context.layers.begin(), context.layers.end(), [](const GateLayer& l) { return l.exactness_ran; });
   const bool exact = exact_ran && std::all_of(context.layers.begin(), context.layers.end(),
@@ -58,11 +45,29 @@ void ModelNotes(GateContext& context, const std::vector<StepResult>& steps) {
                : "the arms' outputs were not compared on the device: whether an accuracy run can change is not decided");
 }
 
+// Runs tools/gate|bench/<script> ARGUMENTS with the first python3 that draws `figure` into `dir`
+// (Debian's python3-matplotlib is /usr/bin/python3's; PATH's python3 may be another one): the
+// figure is listed, else a note says why not.
+void Draw(std::string_view script_path, const std::string& arguments, const std::string& dir, const std::string& figure,
+          GateReport& report) {
+  const std::filesystem::path script = std::filesystem::exists(script_path)
+                                           ? std::filesystem::path(script_path)
+                                           : std::filesystem::path(MXDIFF_SOURCE_DIR) / script_path;
+  const std::string all = fmt::format("'{}' {} --out '{}' 2>&1", script.string(), arguments,
+                                      (std::filesystem::path(dir) / figure).string());
+  const std::string command = fmt::format("/usr/bin/python3 {} || python3 {}", all, all);
+  std::string output;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buffer[256];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    const int status = ::pclose(pipe);
+    if (status == 0) report.figures.push_back(figure);
+    else report.notes.push_back(fmt::format("no figure: {}: {}", figure, LastLine(output.empty() ? "python3 failed" : output)));
+  }
+}
+
 // The audit's byte histogram per chosen GEMM as a PNG (tools/gate/plot_gate.py), or a note why not.
 void Figures(GateContext& context, const std::string& dir, GateReport& report) {
-  const std::filesystem::path script = std::filesystem::exists("tools/gate/plot_gate.py")
-                                           ? std::filesystem::path("tools/gate/plot_gate.py")
-                                           : std::filesystem::path(MXDIFF_SOURCE_DIR) / "tools/gate/plot_gate.py";
   nlohmann::json data = nlohmann::json::array();
   for (const GateLayer& layer : context.layers) {
     for (const GemmAudit* gemm : {&layer.w13, &layer.w2}) {
@@ -75,19 +80,26 @@ void Figures(GateContext& context, const std::string& dir, GateReport& report) {
   }
   const std::filesystem::path input = std::filesystem::path(dir) / ".audit_histograms.json.partial";
   std::ofstream(input) << data.dump();
-  // Debian's python3-matplotlib is /usr/bin/python3's; the python3 on PATH may be another one
-  // (with or without matplotlib): the first that draws it.
-  const std::string arguments = fmt::format("'{}' --json '{}' --out '{}' 2>&1", script.string(), input.string(),
-                                            (std::filesystem::path(dir) / "audit_histograms.png").string());
-  const std::string command = fmt::format("/usr/bin/python3 {} || python3 {}", arguments, arguments);
-  std::string output;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[256];
-    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-    const int status = ::pclose(pipe);
-    if (status == 0) report.figures.push_back("audit_histograms.png");
-    else report.notes.push_back(fmt::format("no figure: {}", LastLine(output.empty() ? "python3 failed" : output)));
-  }
+  Draw("tools/gate/plot_gate.py", fmt::format("--json '{}'", input.string()), dir, "audit_histograms.png", report);
+  std::filesystem::remove(input);
+}
+
+// The bench's own report of every measurement (per-round samples of both arms under every
+// protocol) as bench.json, and its per-round timings drawn by tools/bench/plot_bench.py (W13, W2
+// and the first kFigureLayers layers; bench.json holds them all).
+constexpr size_t kFigureLayers = 4;
+void BenchFigures(const GateContext& context, const std::string& dir, GateReport& report) {
+  if (context.bench.shapes.empty()) return;
+  const std::filesystem::path json = std::filesystem::path(dir) / "bench.json";
+  std::ofstream(json) << bench::ReportJson(context.bench);
+  report.bench_json = "bench.json";
+  bench::BenchReport drawn = context.bench;
+  const size_t gemms = size_t(std::count_if(context.speed.begin(), context.speed.end(),
+                                            [](const SpeedMeasurement& m) { return !m.layer; }));
+  if (drawn.shapes.size() > gemms + kFigureLayers) drawn.shapes.resize(gemms + kFigureLayers);
+  const std::filesystem::path input = std::filesystem::path(dir) / ".bench_rounds.json.partial";
+  std::ofstream(input) << bench::ReportJson(drawn);
+  Draw("tools/bench/plot_bench.py", fmt::format("--json '{}'", input.string()), dir, "bench_rounds.png", report);
   std::filesystem::remove(input);
 }
 
@@ -133,11 +145,13 @@ int RunGate(const GateRunConfig& config) {
                     .tool_commit = config.tool_commit, .admission_rule = AdmissionRuleVersion(), .gpu = context.gpu,
                     .driver = context.gpu.empty() ? "" : DriverVersion(),
                     .seeds = {{"gate (CPU reference cases, exactness replays, bench)", config.options.seed}},
-                    .steps = steps, .notes = context.notes, .decision = DecideGate(steps)};
+                    .steps = steps, .notes = context.notes, .decision = DecideGate(steps),
+                    .speed = context.speed, .per_token = ModelPerToken(context.speed, context.moe_layers)};
   fmt::print("mxdiff gate: {}: {}\n", GateVerdictName(report.decision.verdict), report.decision.reason);
   for (const std::string& note : context.notes) fmt::print("  {}\n", note);
   if (!config.report_dir.empty()) {
     Figures(context, config.report_dir, report);
+    BenchFigures(context, config.report_dir, report);
     if (absl::Status written = WriteGateReport(config.report_dir, report); !written.ok()) {
       fmt::print(stderr, "mxdiff gate: {}\n", std::string(written.message()));
       return 2;

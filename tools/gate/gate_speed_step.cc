@@ -1,14 +1,18 @@
 // Step 5: speed, soundly. The bench library (tools/bench/bench_driver.h, `mxdiff bench`'s method:
-// pinned tactic, A B B A with the swapped and A/A controls, the naive protocol beside it) on the
-// W13 and W2 shapes of the chosen layers as sliced (same N and K), ordinary (A) against folded
-// (B), a decode step of one token (top-k experts + the shared one, a row each). Its verdict per
-// shape maps through SpeedOutcome. A GEMM the audit refused on every chosen layer runs ordinary
-// in both arms and is not timed. CUDA builds only; skipped where the exactness step found no device.
+// pinned tactic, A B B A with the swapped and A/A controls, the naive protocol beside it, tune on
+// first use: the seed engine's mechanism) on the W13 and W2 shapes of the chosen layers as sliced
+// (same N and K; bench-drawn weights), ordinary (A) against folded (B), a decode step of one token
+// (top-k experts + the shared one, a row each); then, per chosen layer, the whole layer's graph
+// (tools/bench/layer_bench.h: route, W13, SwiGLU, W2, combine; us per layer, the unit the seed
+// measured) with that layer's real, sliced weights. The decision is DecideSpeed's (gate_speed.h).
+// A GEMM the audit refused on every chosen layer runs ordinary in both arms and is not timed
+// alone. CUDA builds only; skipped where the exactness step found no device.
 #include "fmt/format.h"
 #include "tools/gate/gate_context.h"
 
 #if MXDIFF_HAVE_CUDA
 #include "tools/bench/bench_driver.h"
+#include "tools/bench/layer_bench.h"
 #endif
 
 namespace mxdiff::gate {
@@ -28,21 +32,29 @@ struct Timed {
   bool w13 = false, w2 = false;  // benched: admitted on some chosen layer
 };
 
-bench::BenchConfig SpeedConfig(const GateContext& context, const Timed& timed) {
-  const checkpoint::MoeLayerWeights& w = *context.layers.front().weights;
+// What both benches share: the arms, the naive protocol with tune on first use, seed, device.
+bench::BenchConfig BaseConfig(const GateContext& context, double budget_s) {
   bench::BenchConfig config;
   config.a = *bench::ParseArmSpec("ordinary");
   config.b = *bench::ParseArmSpec("folded");
+  config.naive = true;
+  config.first_use = FirstUse::kTune;
+  config.stopping.budget_seconds = budget_s;
+  config.seed = context.options.seed;
+  config.device = context.options.device;
+  config.log = [](const std::string& line) { fmt::print(stderr, "gate: speed: {}\n", line); };
+  return config;
+}
+
+bench::BenchConfig GemmConfig(const GateContext& context, const Timed& timed) {
+  const checkpoint::MoeLayerWeights& w = *context.layers.front().weights;
+  bench::BenchConfig config = BaseConfig(context, context.options.bench_budget_s);
   if (timed.w13) config.shapes.push_back({fmt::format("W13 {}", w.layer), 2 * w.intermediate, w.hidden});
   if (timed.w2) config.shapes.push_back({fmt::format("W2 {}", w.layer), w.hidden, w.intermediate});
   config.groups = context.layers.front().top_k + (w.shared_expert ? 1 : 0);
   config.rows_per_group = 1;
-  config.naive = true;
-  config.stopping.budget_seconds = context.options.bench_budget_s;
-  config.seed = context.options.seed;
-  config.device = context.options.device;
   config.command = fmt::format("mxdiff bench --arms=ordinary,folded --shapes={} --experts={} --rows=1 --naive "
-                               "--budget_s={} --bench_seed={}",
+                               "--first_use=tune --budget_s={} --bench_seed={}",
                                fmt::format("{}{}{}", timed.w13 ? fmt::format("{}x{}", 2 * w.intermediate, w.hidden) : "",
                                            timed.w13 && timed.w2 ? "," : "",
                                            timed.w2 ? fmt::format("{}x{}", w.hidden, w.intermediate) : ""),
@@ -50,41 +62,34 @@ bench::BenchConfig SpeedConfig(const GateContext& context, const Timed& timed) {
   return config;
 }
 
-// The sound measurement's per-call medians of a shape: {A, B}, or nothing.
-std::optional<std::pair<double, double>> Medians(const bench::ShapeReport& shape) {
-  for (const bench::ExperimentReport& e : shape.experiments) {
-    if (e.protocol == bench::Protocol::kSound && e.has_analysis()) {
-      return std::make_pair(e.result.analysis.a.median, e.result.analysis.b.median);
+// The whole layer's graph with this layer's real, sliced weights (loaded again where step 3
+// dropped them, dropped after). An error of the bench is a measurement without a verdict.
+SpeedMeasurement LayerMeasurement(GateContext& context, GateLayer& layer, double budget_s) {
+  SpeedMeasurement m{.name = layer.name, .layer = true,
+                     .candidate_runs = layer.w13_rank.admitted || layer.w2_rank.admitted};
+  m.report.shape = bench::ShapeSpec{layer.name, layer.weights->hidden, layer.weights->intermediate, true};
+  if (layer.weights->w13_codes.empty()) {
+    if (absl::Status loaded = LoadLayerWeights(context, layer); !loaded.ok()) {
+      m.report.error = std::string(loaded.message());
+      return m;
     }
   }
-  return std::nullopt;
-}
-
-StepOutcome Combine(StepOutcome a, StepOutcome b) {
-  if (a == StepOutcome::kFailed || b == StepOutcome::kFailed) return StepOutcome::kFailed;
-  if (a == StepOutcome::kPassed && b == StepOutcome::kPassed) return StepOutcome::kPassed;
-  return StepOutcome::kNoVerdict;
-}
-
-void PerLayerTimes(GateContext& context, const Timed& timed, const std::vector<std::pair<double, double>>& medians) {
-  const checkpoint::MoeLayerWeights& timed_shape = *context.layers.front().weights;
-  for (GateLayer& layer : context.layers) {
-    if (layer.weights->hidden != timed_shape.hidden || layer.weights->intermediate != timed_shape.intermediate) {
-      continue;  // another shape than the one timed: no figure for it (the notes say not every layer was timed)
-    }
-    double baseline = 0, candidate = 0;
-    size_t shape = 0;
-    for (bool w13 : {true, false}) {
-      const bool is_timed = w13 ? timed.w13 : timed.w2;
-      const bool admitted = w13 ? layer.w13_rank.admitted : layer.w2_rank.admitted;
-      if (!is_timed) continue;
-      baseline += medians[shape].first;
-      candidate += admitted ? medians[shape].second : medians[shape].first;
-      ++shape;
-    }
-    layer.baseline_us = baseline;
-    layer.candidate_us = candidate;
-  }
+  const checkpoint::MoeLayerWeights& w = *layer.weights;
+  bench::LayerBenchSpec spec;
+  spec.name = layer.name;
+  spec.shape = w.shape(layer.top_k);
+  spec.tokens = 1;
+  spec.policy = FallbackPolicy::kFallback;  // a GEMM refused on this rank runs ordinary, as deployed
+  spec.write_weights = [&w](MoeLayer& device) {
+    absl::Status status = device.WriteWeights(MoeGemm::kW13, 0, w.w13_codes, w.w13_scales);
+    return status.ok() ? device.WriteWeights(MoeGemm::kW2, 0, w.w2_codes, w.w2_scales) : status;
+  };
+  const bench::BenchConfig config = BaseConfig(context, budget_s);
+  absl::StatusOr<bench::ShapeReport> report = bench::RunLayerBench(spec, config);
+  if (report.ok()) m.report = *std::move(report);
+  else m.report.error = report.status().ToString();
+  if (context.layers.size() > 1) DropLayerWeights(layer);
+  return m;
 }
 
 }  // namespace
@@ -105,31 +110,36 @@ absl::StatusOr<StepResult> RunSpeedStep(GateContext& context) {
     step.summary = "every GEMM of the chosen layers is refused on this rank: folded never runs there, nothing to time";
     return step;
   }
-  bench::BenchConfig config = SpeedConfig(context, timed);
-  step.command = config.command;
-  config.log = [](const std::string& line) { fmt::print(stderr, "gate: speed: {}\n", line); };
+  const bench::BenchConfig config = GemmConfig(context, timed);
+  const double layer_budget = LayerBudgetSeconds(context.options, context.layers.size());
+  step.command = fmt::format("{}; the whole layers: {}", config.command,
+                             GateCommandFor(context, fmt::format("--seed={} --budget_s={} --speed_time={}",
+                                                                 context.options.seed, context.options.bench_budget_s,
+                                                                 context.options.speed_seconds)));
   const absl::StatusOr<bench::BenchReport> report = bench::RunBench(config);
   if (!report.ok()) {
     step.outcome = StepOutcome::kNoVerdict;
     step.summary = fmt::format("the bench could not run: {}", report.status().ToString());
     return step;
   }
-  StepOutcome outcome = StepOutcome::kPassed;
-  std::vector<std::pair<double, double>> medians;
-  for (const bench::ShapeReport& shape : report->shapes) {
-    outcome = Combine(outcome, SpeedOutcome(shape.verdict.verdict));
-    step.details.push_back(fmt::format("{} (N {} K {}, {} experts x 1 row, tactic {} from {}): {}: {}", shape.shape.name,
-                                       shape.shape.n, shape.shape.k, shape.groups, shape.tactic, shape.tactic_source,
-                                       bench::VerdictName(shape.verdict.verdict), shape.verdict.message));
-    medians.push_back(Medians(shape).value_or(std::make_pair(0.0, 0.0)));
-  }
-  if (!timed.w13 || !timed.w2) {
-    step.details.push_back(fmt::format("{} refused on this rank in every chosen layer: ordinary in both arms, not timed", timed.w13 ? "W2" : "W13"));
-  }
-  step.outcome = outcome;
-  step.summary = fmt::format("{} shape(s) timed on {}: {}", report->shapes.size(), report->device, StepOutcomeName(outcome));
+  context.bench = *report;
   context.gpu = report->device;
-  PerLayerTimes(context, timed, medians);
+  for (const bench::ShapeReport& shape : report->shapes) {
+    context.speed.push_back({.name = shape.shape.name, .layer = false, .candidate_runs = true, .report = shape});
+  }
+  for (GateLayer& layer : context.layers) {
+    fmt::print(stderr, "gate: speed: {}: the whole layer, {:.2f} s per measurement\n", layer.name, layer_budget);
+    context.speed.push_back(LayerMeasurement(context, layer, layer_budget));
+    context.bench.shapes.push_back(context.speed.back().report);
+  }
+  SpeedDecision decision = DecideSpeed(context.speed);
+  step.outcome = decision.outcome;
+  step.summary = fmt::format("{} on {}", decision.summary, report->device);
+  step.details = std::move(decision.details);
+  if (!timed.w13 || !timed.w2) {
+    step.details.push_back(fmt::format("{} refused on this rank in every chosen layer: ordinary in both arms, not timed "
+                                       "alone", timed.w13 ? "W2" : "W13"));
+  }
   return step;
 }
 

@@ -14,9 +14,10 @@
 #
 # GATE_SMALL=0 leaves out the small checkpoints' test; GATE_VARIANTS (default "clean raw112 nan")
 # chooses the full-size runs; GATE_WORK (default /tmp/gate-v4) holds the checkpoints (a clean one
-# there is reused).
+# there is reused); GATE_LAYERS (default 1) full-size layers in the checkpoint (with more, pass
+# --layers=all and a --speed_time to time each layer's whole graph within a budget).
 # Writes to $OUT (or ./gate-out): gate-clean/, gate-raw112/, gate-nan/ (report.md, report.json,
-# the figure) and each gate's log. Exit status: the clean gate's.
+# bench.json, the figures) and each gate's log. Exit status: the clean gate's.
 set -uo pipefail
 dir=${1:?usage: $0 DIR [GATE FLAGS...]}
 shift
@@ -41,12 +42,15 @@ if [ "${GATE_SMALL:-1}" != 0 ]; then
 fi
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 start=$(date +%s%N)
-if [ ! -f "$work/clean/defects.json" ]; then  # a checkpoint generated before is reused
-  python3 tests/checkpoint/write_v4_checkpoint.py "$work/clean" --layers 1 --shared fp8 || exit 2
+layers=${GATE_LAYERS:-1}
+clean=$work/clean
+[ "$layers" = 1 ] || clean=$work/clean-$layers-layers
+if [ ! -f "$clean/defects.json" ]; then  # a checkpoint generated before is reused
+  python3 tests/checkpoint/write_v4_checkpoint.py "$clean" --layers "$layers" --shared fp8 || exit 2
 fi
 echo "checkpoint ready in $(ms "$start") ms" | tee "$out/generate.log"
 plant() {  # plant NAME TENSOR ROW COLUMN VALUE: a copy of the clean checkpoint with one scale byte rewritten
-  rm -rf "$work/$1" && cp -r "$work/clean" "$work/$1" || exit 2
+  rm -rf "$work/$1" && cp -r "$clean" "$work/$1" || exit 2
   python3 - "$work/$1" "$2" "$3" "$4" "$5" <<'PY' || exit 2
 import json, struct, sys
 folder, tensor, row, column, value = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -67,7 +71,9 @@ variants=${GATE_VARIANTS:-clean raw112 nan}
 status=0
 for variant in $variants; do
   begin=$(date +%s%N)
-  "$mxdiff" gate "$work/$variant" --tp=4 --rank=0 --report="$out/gate-$variant" --seed=20261205 "$@" \
+  checkpoint=$work/$variant
+  [ "$variant" = clean ] && checkpoint=$clean
+  "$mxdiff" gate "$checkpoint" --tp=4 --rank=0 --report="$out/gate-$variant" --seed=20261205 "$@" \
     >"$out/gate-$variant.log" 2>&1
   rc=$?
   [ "$variant" = clean ] && status=$rc

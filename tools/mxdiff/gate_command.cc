@@ -21,6 +21,9 @@ ABSL_FLAG(int, tp, 1, "gate: tensor-parallel size the weights are sliced for");
 ABSL_FLAG(int, rank, 0, "gate: tensor-parallel rank, 0..tp-1");
 ABSL_FLAG(int, cases, 256, "gate: replays per arm and layer in the exactness step");
 ABSL_FLAG(double, fuzz_time, 60, "gate: seconds of fuzz_layer after the replays (see tools/gate/README.md)");
+ABSL_FLAG(double, speed_time, 0,
+          "gate: seconds for the whole-layer benches of all chosen layers together, split evenly over the layers and "
+          "their 4 measurements (at least 0.2 s, at most --budget_s each); 0: --budget_s each");
 ABSL_FLAG(std::string, report, "", "gate: folder for report.md, report.json and the figures (created)");
 
 #ifndef MXDIFF_TOOL_COMMIT
@@ -76,6 +79,8 @@ absl::Status ReadOptions(std::span<const std::string_view> args, gate::GateRunCo
   if (o.cases < 1 || o.cases > 1'000'000) return absl::InvalidArgumentError("--cases must be 1..1000000");
   if (!(o.fuzz_seconds >= 0 && o.fuzz_seconds <= 86400)) return absl::InvalidArgumentError("--fuzz-time must be 0..86400");
   if (!(o.bench_budget_s > 0)) return absl::InvalidArgumentError("--budget_s must be > 0");
+  o.speed_seconds = absl::GetFlag(FLAGS_speed_time);
+  if (!(o.speed_seconds >= 0 && o.speed_seconds <= 86400)) return absl::InvalidArgumentError("--speed_time must be 0..86400");
   o.seed = absl::GetFlag(FLAGS_seed);
   if (o.seed == 0) o.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   config.report_dir = absl::GetFlag(FLAGS_report);
@@ -90,7 +95,7 @@ int GateCommand(std::span<const std::string_view> args) {
   // A report left by an earlier gate would read as this one's verdict if this one stops: gone first.
   if (const std::string dir = absl::GetFlag(FLAGS_report); !dir.empty()) {
     std::error_code ignored;
-    for (const char* name : {"report.json", "report.md", "audit_histograms.png"}) {
+    for (const char* name : {"report.json", "report.md", "audit_histograms.png", "bench.json", "bench_rounds.png"}) {
       std::filesystem::remove(std::filesystem::path(dir) / name, ignored);
     }
   }

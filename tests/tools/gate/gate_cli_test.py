@@ -3,7 +3,8 @@
 tests/checkpoint/: 2 layers x 8 experts, hidden 256, intermediate 128, clean and one defect each):
 
 - clean, no GPU: INCONCLUSIVE exit 3, steps 1-3 passed (the CPU reference ran), 4-5 skipped
-  "no CUDA device", report.json valid against tools/gate/report.schema.json, the figure or a note;
+  "no CUDA device", report.json valid against tools/gate/report.schema.json, the figure or a note,
+  report.json's "speed" empty and no bench.json (without a GPU nothing is timed);
 - a planted raw 112 (layers.1, expert 3's w3) / a planted 0xFF (layers.0, expert 5's w2): the audit
   refuses that GEMM with the position, the report says the folded arm falls back on it;
 - missing w3, a scale shape mismatch, a truncated shard, bad flags: exit 2 and one line naming the
@@ -102,6 +103,13 @@ class Test:
             self.expect(f"{name}: {step} skipped, no device",
                         steps[step]["outcome"] == "skipped" and steps[step]["summary"].startswith("no CUDA device"),
                         steps[step])
+        speed = report["speed"]  # without a GPU the speed step measured nothing and wrote nothing
+        self.expect(f"{name}: no speed measurement, no bench.json, no per-token figure",
+                    speed["measurements"] == [] and speed["bench_json"] == "" and "per_token" not in speed and
+                    not os.path.exists(os.path.join(self.tmp, name, "bench.json")) and
+                    "bench_rounds.png" not in report["figures"] and speed["naive_first_use"] == "tune", speed)
+        self.expect(f"{name}: us per token not measured",
+                    any(n.startswith("us per token: not measured") for n in report["notes"]), report["notes"])
         self.expect(f"{name}: a progress line per step on stderr",
                     all(f"gate: [{i}/5] " in run.stderr for i in range(1, 6)), run.stderr[-2000:])
         self.expect(f"{name}: GPU none", report["gpu"] == "" and "- GPU: none" in open(os.path.join(
@@ -184,6 +192,7 @@ class Test:
         self.bad_input("tp not dividing", ckpt("clean"), ["--tp=3"], "tp=3 does not divide the intermediate size 128")
         self.bad_input("rank out of range", ckpt("clean"), ["--tp=4", "--rank=4"], "--rank=4 is out of range for --tp=4")
         self.bad_input("unknown arm", ckpt("clean"), ["--arms=ordinary,fast"], "--arms: unknown arm 'fast'")
+        self.bad_input("speed time negative", ckpt("clean"), ["--speed_time=-1"], "--speed_time must be 0..86400")
         self.bad_input("no checkpoint", "--cases=2", [], "no checkpoint")
         truncated = os.path.join(self.tmp, "truncated")
         shutil.copytree(ckpt("clean"), truncated)
