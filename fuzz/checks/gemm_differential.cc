@@ -91,10 +91,16 @@ ShapeClass ShapeClassOf(const FuzzCase& c) {
 std::string CountersText(const DifferentialCounters& n) {
   return fmt::format(
       "cases {}\nsmall {}\ndecode {}\nhuge {}\nelements {}\ncpu {}\ndevice {}\ncpu_checked {}\nfallbacks {}\n"
-      "refused {}\ndisagreements {}\nruns_refused {}\n",
+      "refused {}\ndisagreements {}\nruns_refused {}\ndevice_materialized {}\n",
       n.cases, n.cases_by_shape[0], n.cases_by_shape[1], n.cases_by_shape[2], n.elements_compared, n.cases_cpu,
       n.cases_device, n.cases_cpu_checked, n.device_fallbacks, n.device_refused, n.oracle_disagreements,
-      n.runs_refused);
+      n.runs_refused, n.cases_device_materialized);
+}
+
+bool GoesDeviceWay(const FuzzCase& c, const OracleSettings& settings, const ReferenceOracle* oracle) {
+  const double work = double(c.rows()) * double(c.n) * double(c.k);
+  return oracle != nullptr && settings.cpu_check_every > 0 && work > settings.device_above_work &&
+         oracle->MaterializesRecipes() && WeightsFromRecipes(c);
 }
 
 bool CpuCheckSampled(const FuzzCase& c, int every) {
@@ -137,9 +143,13 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
   entry.options.tactic.cta_k = tactic.cta_k;
   entry.options.tactic.splits = tactic.splits;
   if (case_.large && !cpu_only) {
-    const absl::Status status = device_oracle_->Gemm(OracleProblem(c), entry.options, entry.bits);
+    // The device way: the oracle's own materialization of the recipes (same bits, no weights
+    // copied); else the host's tensors of the groups with rows.
+    const absl::Status status = case_.device_way ? device_oracle_->GemmCase(c, entry.options, entry.bits)
+                                                 : device_oracle_->Gemm(OracleProblem(c), entry.options, entry.bits);
     if (status.ok()) {
       case_.on_device = true;
+      case_.device_materialized |= case_.device_way;
       entry.unconfirmed = true;
       ReferenceBits& stored = reference_cache_.emplace(key, std::move(entry)).first->second;
       if (case_.sampled) {
@@ -396,12 +406,14 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   compact_.ready = false;
   case_.large = device_oracle_ != nullptr && settings_.cpu_check_every > 0 && work > settings_.device_above_work;
   case_.sampled = case_.large && CpuCheckSampled(c, settings_.cpu_check_every);
+  case_.device_way = case_.large && GoesDeviceWay(c, settings_, device_oracle_.get());
   CaseEvaluation evaluation = EvaluateAll(c);
   ++counters_.cases;
   ++counters_.cases_by_shape[size_t(ShapeClassOf(c))];
   if (case_.on_device) {
     ++counters_.cases_device;
     counters_.cases_cpu_checked += case_.cpu_checked;
+    counters_.cases_device_materialized += case_.device_materialized;
   } else if (case_.on_cpu) {
     ++counters_.cases_cpu;
   }

@@ -62,6 +62,11 @@ ShapeClass ShapeClassOf(const FuzzCase& fuzz_case);
 // Whether the case is one of the 1 in `every` whose device bits are checked on the CPU: a
 // function of the case's encoding alone (every <= 1: all).
 bool CpuCheckSampled(const FuzzCase& fuzz_case, int every);
+// The device way: a case the device oracle judges (more than settings.device_above_work
+// multiply-adds, cpu_check_every > 0) whose weights come from recipes, with an oracle that
+// materializes them itself (ReferenceOracle::MaterializesRecipes): its reference is computed on
+// weights materialized on the device, not on the host's copy. Counted as `device_materialized`.
+bool GoesDeviceWay(const FuzzCase& fuzz_case, const OracleSettings& settings, const ReferenceOracle* oracle);
 
 // What the differential did since it was made (fuzz_gemm's stats, the campaign's report).
 struct DifferentialCounters {
@@ -75,6 +80,8 @@ struct DifferentialCounters {
   size_t device_refused = 0;      // cases the device oracle refused out of memory: CPU instead
   size_t oracle_disagreements = 0;  // oracle/device-vs-cpu verdicts
   size_t runs_refused = 0;        // module runs refused out of memory (ResourceExhausted): no finding
+  size_t cases_device_materialized = 0;  // of cases_device, those the oracle computed on weights it
+                                         // materialized on the device from the recipes (GoesDeviceWay)
 };
 
 struct CheckVerdict {
@@ -165,6 +172,8 @@ class GemmDifferential {
   struct CaseOracle {  // where the case being evaluated got its references
     bool large = false, sampled = false, on_device = false, on_cpu = false, cpu_checked = false;
     bool fell_back = false, refused = false;
+    bool device_way = false;           // GoesDeviceWay
+    bool device_materialized = false;  // the oracle ran on its own materialization of the weights
   } case_;
   struct CompactProblem {  // OracleProblem's storage, reused across cases
     bool ready = false;

@@ -371,6 +371,141 @@ TEST(DeviceOracle, AKernelOutOfDeviceMemoryIsARefusedCaseNotAFinding) {
   EXPECT_EQ(differential.counters().runs_refused, 1u);
 }
 
+// The device way (GoesDeviceWay): a stand-in for the device reference that materializes a case's
+// recipe weights itself (here on the CPU, from the recipes alone: the case's vectors of codes and
+// scales are cleared first), optionally with a planted defect, counting which entry was used.
+struct OracleCalls {
+  int host = 0;    // Gemm: the host's tensors
+  int recipe = 0;  // GemmCase: its own materialization
+};
+
+class MaterializingFakeOracle final : public ReferenceOracle {
+ public:
+  MaterializingFakeOracle(OracleCalls* calls, bool materializes = true, bool flip = false)
+      : calls_(calls), materializes_(materializes), flip_(flip) {}
+  std::string name() const override { return "fake-device"; }
+  absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
+                    std::vector<uint16_t>& output) override {
+    ++calls_->host;
+    return ReferenceGemm(problem, options, output);
+  }
+  bool MaterializesRecipes() const override { return materializes_; }
+  absl::Status GemmCase(const FuzzCase& c, const ReferenceOptions& options, std::vector<uint16_t>& output) override {
+    ++calls_->recipe;
+    FuzzCase own = c;
+    own.packed_codes.clear();
+    own.scale_bytes.clear();
+    MaterializeCase(own);
+    if (absl::Status status = ReferenceGemm(own.Problem(), options, output); !status.ok()) return status;
+    if (flip_ && !output.empty()) output[output.size() / 2] ^= 1;
+    return absl::OkStatus();
+  }
+
+ private:
+  OracleCalls* calls_;
+  bool materializes_, flip_;
+};
+
+// DecodeShapedCase with its codes and scales from recipes (an override among the codes).
+FuzzCase RecipeWeightsCase(uint64_t seed = mxdiff::testing::TestSeed()) {
+  FuzzCase c = DecodeShapedCase(seed);
+  c.recipe(TensorKind::kCodes) = TensorRecipe{ValueClass::kUniform, 0, seed * 3 + 1, {{5, 7}}};
+  c.recipe(TensorKind::kScales) = TensorRecipe{ValueClass::kCheckpoint, 0, seed * 5 + 2, {}};
+  MaterializeCase(c);
+  return c;
+}
+
+GemmDifferential WithMaterializingOracle(OracleCalls* calls, Defect defect, int cpu_check_every, bool flip = false) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(defect));
+  OracleSettings settings;
+  settings.device_above_work = 0;  // every case is "large"
+  settings.cpu_check_every = cpu_check_every;
+  return GemmDifferential(std::move(modules), std::make_unique<MaterializingFakeOracle>(calls, true, flip), settings);
+}
+
+TEST(DeviceWay, WhichCasesGoTheDeviceWay) {
+  OracleCalls calls;
+  MaterializingFakeOracle materializing(&calls), host_only(&calls, /*materializes=*/false);
+  OracleSettings large;
+  large.device_above_work = 0;
+  const FuzzCase recipes = RecipeWeightsCase();
+  EXPECT_TRUE(GoesDeviceWay(recipes, large, &materializing));
+  EXPECT_FALSE(GoesDeviceWay(recipes, large, &host_only)) << "an oracle that takes host tensors only";
+  EXPECT_FALSE(GoesDeviceWay(recipes, large, nullptr)) << "no device oracle";
+  EXPECT_FALSE(GoesDeviceWay(recipes, OracleSettings{}, &materializing)) << "a small case stays on the CPU";
+  OracleSettings cpu_only = large;
+  cpu_only.cpu_check_every = 0;
+  EXPECT_FALSE(GoesDeviceWay(recipes, cpu_only, &materializing)) << "--cpu-check-every=0";
+  EXPECT_FALSE(GoesDeviceWay(DecodeShapedCase(), large, &materializing)) << "literal bytes";
+  FuzzCase codes_only = recipes;
+  codes_only.recipe(TensorKind::kScales).reset();
+  EXPECT_FALSE(GoesDeviceWay(codes_only, large, &materializing)) << "literal scale bytes";
+  FuzzCase scales_only = recipes;
+  scales_only.recipe(TensorKind::kCodes).reset();
+  EXPECT_FALSE(GoesDeviceWay(scales_only, large, &materializing)) << "literal codes";
+  EXPECT_EQ(calls.host + calls.recipe, 0) << "deciding computes nothing";
+}
+
+TEST(DeviceWay, LargeRecipeCasesAreJudgedOnTheOraclesOwnMaterializationWithTheSameBits) {
+  OracleCalls calls;
+  GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kNone, 1);  // every one on the CPU too
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const CaseEvaluation evaluation = differential.Evaluate(RecipeWeightsCase(seed));
+    EXPECT_EQ(evaluation.FirstFinding(), nullptr) << seed << ": " << evaluation.FirstFinding()->finding->signature;
+  }
+  EXPECT_GT(calls.recipe, 0);
+  EXPECT_EQ(calls.host, 0) << "the host's tensors were handed to the oracle";
+  const DifferentialCounters& counters = differential.counters();
+  EXPECT_EQ(counters.cases_device, 8u);
+  EXPECT_EQ(counters.cases_device_materialized, 8u);
+  EXPECT_EQ(counters.cases_cpu_checked, 8u);
+  EXPECT_EQ(counters.oracle_disagreements, 0u);
+  EXPECT_NE(CountersText(counters).find("\ndevice_materialized 8\n"), std::string::npos) << CountersText(counters);
+}
+
+TEST(DeviceWay, LiteralWeightsAndSmallCasesKeepTheirPaths) {
+  OracleCalls calls;
+  GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kNone, 16);
+  EXPECT_EQ(differential.Evaluate(DecodeShapedCase()).FirstFinding(), nullptr);
+  EXPECT_GT(calls.host, 0);
+  EXPECT_EQ(calls.recipe, 0);
+  EXPECT_EQ(differential.counters().cases_device, 1u);
+  EXPECT_EQ(differential.counters().cases_device_materialized, 0u);
+
+  OracleCalls small_calls;
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kNone));
+  GemmDifferential small(std::move(modules), std::make_unique<MaterializingFakeOracle>(&small_calls));
+  EXPECT_EQ(small.Evaluate(RecipeWeightsCase()).FirstFinding(), nullptr);
+  EXPECT_EQ(small_calls.host + small_calls.recipe, 0);
+  EXPECT_EQ(small.counters().cases_cpu, 1u);
+  EXPECT_EQ(small.counters().cases_device_materialized, 0u);
+}
+
+TEST(DeviceWay, APlantedDefectOfTheDeviceWayIsCaughtBySamplingAsItsOwnFinding) {
+  OracleCalls calls;
+  GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kFlipBit, 4, /*flip=*/true);
+  size_t sampled = 0;
+  for (uint64_t seed = 1; seed <= 64; ++seed) {
+    const FuzzCase c = RecipeWeightsCase(seed);
+    const bool chosen = CpuCheckSampled(c, 4);
+    sampled += chosen;
+    const std::vector<std::string> signatures = Signatures(differential.Evaluate(c));
+    if (chosen) {
+      ASSERT_EQ(signatures.size(), 2u) << seed;
+      EXPECT_EQ(signatures[0], "oracle/device-vs-cpu") << seed;
+      EXPECT_EQ(signatures[1].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[1];
+    } else {
+      EXPECT_TRUE(signatures.empty()) << seed << ": " << signatures.front();
+    }
+  }
+  EXPECT_GT(sampled, 4u);
+  EXPECT_EQ(differential.counters().oracle_disagreements, sampled);
+  EXPECT_EQ(differential.counters().cases_device_materialized, 64u);
+  EXPECT_EQ(calls.host, 0);
+}
+
 TEST(DeviceOracle, ShapeClasses) {
   FuzzCase c;
   std::vector<int> rows(256, 0);
