@@ -23,8 +23,11 @@ enum class Defect { kNone, kFlipBit, kSkipLastElement, kDependsOnTileOrder, kWro
 
 class FakeModule final : public GemmModule {
  public:
-  explicit FakeModule(Defect defect) : defect_(defect) {}
+  // takes_recipe_codes: Run materializes the codes itself where the case arrives without them.
+  explicit FakeModule(Defect defect, bool takes_recipe_codes = false)
+      : defect_(defect), takes_recipe_codes_(takes_recipe_codes) {}
   std::string name() const override { return "fake"; }
+  bool TakesRecipeCodes() const override { return takes_recipe_codes_; }
   std::optional<StepModel> model() const override { return StepModel::kSm90Emulated; }
   Tactic MapTactic(const FuzzCase& c) const override { return c.tactic; }
   absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
@@ -37,7 +40,14 @@ class FakeModule final : public GemmModule {
     reordered.swizzle = tactic.swizzle == 0 ? 1 : 0;
     return reordered;
   }
-  absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
+  absl::StatusOr<Route> Run(const FuzzCase& given, const Tactic& tactic, std::span<uint16_t> output) override {
+    FuzzCase own;
+    if (given.packed_codes.empty() && given.recipe(TensorKind::kCodes)) {
+      if (!takes_recipe_codes_) return absl::InternalError("handed a case without its codes");
+      own = given;
+      MaterializeCase(own);
+    }
+    const FuzzCase& c = own.packed_codes.empty() ? given : own;
     absl::StatusOr<Route> route = ExpectedRoute(c, tactic, AdmitLayer(c.scale_bytes));
     if (!route.ok()) return route;
     if (defect_ == Defect::kOutOfMemory) return absl::ResourceExhaustedError("out of memory (planted)");
@@ -62,6 +72,7 @@ class FakeModule final : public GemmModule {
 
  private:
   Defect defect_;
+  bool takes_recipe_codes_;
   KernelRegistry registry_ = BuiltinKernelRegistry();
 };
 
@@ -504,6 +515,98 @@ TEST(DeviceWay, APlantedDefectOfTheDeviceWayIsCaughtBySamplingAsItsOwnFinding) {
   EXPECT_EQ(differential.counters().oracle_disagreements, sampled);
   EXPECT_EQ(differential.counters().cases_device_materialized, 64u);
   EXPECT_EQ(calls.host, 0);
+}
+
+// The host skips a case's codes exactly where no CPU check needs them (NeedsHostCodes,
+// DecodeForDifferential), and the verdicts and bits are those of the fully materialized case.
+GemmDifferential Skipping(OracleCalls* calls, Defect defect, int cpu_check_every, bool module_takes_recipe_codes) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(defect, module_takes_recipe_codes));
+  OracleSettings settings;
+  settings.device_above_work = 0;
+  settings.cpu_check_every = cpu_check_every;
+  return GemmDifferential(std::move(modules), std::make_unique<MaterializingFakeOracle>(calls), settings);
+}
+
+std::vector<uint8_t> Encoded(const FuzzCase& c) {
+  absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(c);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>{};
+}
+
+TEST(DeviceWay, TheHostSkipsTheCodesExactlyWhenNoCpuCheckNeedsThem) {
+  OracleCalls calls, full_calls;
+  GemmDifferential skipping = Skipping(&calls, Defect::kNone, 4, true);
+  GemmDifferential full = Skipping(&full_calls, Defect::kNone, 4, true);
+  FuzzCase c, description;
+  MaterializationMemo memo;
+  size_t skipped = 0;
+  for (uint64_t seed = 1; seed <= 64; ++seed) {
+    const std::vector<uint8_t> bytes = Encoded(RecipeWeightsCase(seed));
+    const absl::StatusOr<bool> skip = DecodeForDifferential(bytes, skipping, c, description, &memo);
+    ASSERT_TRUE(skip.ok()) << skip.status();
+    EXPECT_EQ(*skip, !CpuCheckSampled(description, 4)) << seed;
+    EXPECT_EQ(c.packed_codes.empty(), *skip) << seed;
+    EXPECT_EQ(c.activations.size(), size_t(c.rows()) * size_t(c.k));
+    EXPECT_EQ(c.scale_bytes.size(), c.element_count(TensorKind::kScales)) << "scales stay on the host (admission)";
+    skipped += *skip;
+    const absl::StatusOr<FuzzCase> whole = DecodeCase(bytes);
+    ASSERT_TRUE(whole.ok());
+    const CaseEvaluation a = skipping.Evaluate(c), b = full.Evaluate(*whole);
+    EXPECT_EQ(Signatures(a), Signatures(b)) << seed;
+    EXPECT_EQ(a.FirstFinding(), nullptr) << seed;
+    ASSERT_EQ(a.runs.size(), b.runs.size());
+    for (size_t i = 0; i < a.runs.size(); ++i) {
+      EXPECT_EQ(a.runs[i].output, b.runs[i].output) << seed;
+      EXPECT_EQ(a.runs[i].reference, b.runs[i].reference) << seed;
+    }
+  }
+  EXPECT_GT(skipped, 32u);
+  EXPECT_LT(skipped, 64u);
+  EXPECT_EQ(skipping.counters().host_codes_skipped, skipped);
+  EXPECT_EQ(skipping.counters().host_codes_late, 0u) << "a correct kernel needs no late CPU reference";
+  EXPECT_EQ(skipping.counters().cases_cpu_checked, 64u - skipped);
+  EXPECT_EQ(full.counters().host_codes_skipped, 0u);
+  EXPECT_NE(CountersText(skipping.counters()).find("\nhost_codes_skipped " + std::to_string(skipped) + "\n"),
+            std::string::npos);
+}
+
+TEST(DeviceWay, TheCodesStayOnTheHostWhereAnythingElseNeedsThem) {
+  OracleCalls calls;
+  const FuzzCase recipes = RecipeWeightsCase();
+  FuzzCase c, description;
+  // A module that does not take recipe codes (an external one, the builtin kernels for now).
+  EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1000000, false).NeedsHostCodes(recipes));
+  GemmDifferential skipping = Skipping(&calls, Defect::kNone, 1000000, true);
+  EXPECT_EQ(skipping.NeedsHostCodes(recipes), CpuCheckSampled(recipes, 1000000));
+  EXPECT_TRUE(skipping.NeedsHostCodes(DecodeShapedCase())) << "literal bytes";
+  EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1, true).NeedsHostCodes(recipes)) << "every case sampled";
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kNone, true));
+  GemmDifferential small(std::move(modules), std::make_unique<MaterializingFakeOracle>(&calls));
+  EXPECT_TRUE(small.NeedsHostCodes(recipes)) << "a small case is judged on the CPU";
+  const absl::StatusOr<bool> skip = DecodeForDifferential(Encoded(recipes), small, c, description, nullptr);
+  ASSERT_TRUE(skip.ok());
+  EXPECT_FALSE(*skip);
+  EXPECT_EQ(c, recipes);
+}
+
+TEST(DeviceWay, AKernelDisagreeingOnASkippedCaseIsJudgedOnTheCpuReferenceAfterAll) {
+  OracleCalls calls;
+  GemmDifferential differential = Skipping(&calls, Defect::kFlipBit, 1000000, true);
+  uint64_t seed = 1;
+  while (CpuCheckSampled(RecipeWeightsCase(seed), 1000000)) ++seed;
+  FuzzCase c, description;
+  const absl::StatusOr<bool> skip =
+      DecodeForDifferential(Encoded(RecipeWeightsCase(seed)), differential, c, description, nullptr);
+  ASSERT_TRUE(skip.ok());
+  ASSERT_TRUE(*skip);
+  const std::vector<std::string> signatures = Signatures(differential.Evaluate(c));
+  ASSERT_EQ(signatures.size(), 1u);
+  EXPECT_EQ(signatures[0].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[0];
+  EXPECT_EQ(differential.counters().host_codes_late, 1u);
+  EXPECT_EQ(differential.counters().host_codes_skipped, 0u);
+  EXPECT_EQ(differential.counters().cases_cpu_checked, 1u) << "confirmed on the CPU before the kernel is judged";
 }
 
 TEST(DeviceOracle, ShapeClasses) {
