@@ -3,7 +3,7 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "fuzz/driver/calibration_guard.h"
-#include "fuzz/formats/tensor_recipe_device.h"
+#include "fuzz/modules/device_recipe_weights.h"
 #include "fuzz/modules/kernel_modules.h"
 #include "fuzz/modules/module_loader.h"
 #include "fuzz/modules/reference_oracle.h"
@@ -21,35 +21,17 @@ class DeviceReferenceOracle final : public ReferenceOracle {
   }
 
   // The device way (GoesDeviceWay): the case's codes and scales materialized on the device from
-  // their recipes, kept while the next case has the same weights (the shape and both recipes),
+  // their recipes (SharedDeviceRecipeWeights: the same buffers the kernel modules prepare from)
   // and handed to the device reference where they are.
   bool MaterializesRecipes() const override { return true; }
   absl::Status GemmCase(const FuzzCase& c, const ReferenceOptions& options, std::vector<uint16_t>& output) override {
-    if (!WeightsFromRecipes(c)) return absl::InvalidArgumentError("the case's weights are not recipes");
-    if (!(materialized_ && groups_ == c.groups && n_ == c.n && k_ == c.k &&
-          codes_recipe_ == c.recipe(TensorKind::kCodes) && scales_recipe_ == c.recipe(TensorKind::kScales))) {
-      materialized_ = false;
-      const size_t code_bytes = c.element_count(TensorKind::kCodes) / 2;
-      const size_t scale_bytes = c.element_count(TensorKind::kScales);
-      if (absl::Status status = weights_.Reserve(code_bytes, scale_bytes); !status.ok()) return status;
-      for (absl::Status status :
-           {MaterializeOnDevice(TensorKind::kCodes, *c.recipe(TensorKind::kCodes), weights_.codes(), code_bytes),
-            MaterializeOnDevice(TensorKind::kScales, *c.recipe(TensorKind::kScales), weights_.scales(), scale_bytes)}) {
-        if (!status.ok()) return status;
-      }
-      groups_ = c.groups, n_ = c.n, k_ = c.k;
-      codes_recipe_ = c.recipe(TensorKind::kCodes);
-      scales_recipe_ = c.recipe(TensorKind::kScales);
-      materialized_ = true;
-    }
-    return DeviceReferenceGemmOnDeviceWeights(c.Problem(), weights_, options, output);
+    absl::StatusOr<const DeviceWeights*> weights = weights_->Of(c);
+    if (!weights.ok()) return weights.status();
+    return DeviceReferenceGemmOnDeviceWeights(c.Problem(), **weights, options, output);
   }
 
  private:
-  DeviceWeights weights_;
-  bool materialized_ = false;  // weights_ holds the weights below
-  int groups_ = 0, n_ = 0, k_ = 0;
-  std::optional<TensorRecipe> codes_recipe_, scales_recipe_;
+  std::shared_ptr<DeviceRecipeWeights> weights_ = SharedDeviceRecipeWeights();
 };
 
 }  // namespace
