@@ -66,31 +66,14 @@ class CudaGemmRunner final : public GemmRunner {
   absl::StatusOr<std::unique_ptr<PreparedLayer>> Prepare(int groups, int n, int k,
                                                         std::span<const uint8_t> packed_codes,
                                                         std::span<const uint8_t> scale_bytes) override {
-    if (groups < 1 || n < 1) {
-      return absl::InvalidArgumentError(fmt::format("groups and N must be >= 1, got {} and {}", groups, n));
-    }
-    if (k < kBlockK || k % kBlockK != 0) {
-      return absl::InvalidArgumentError(fmt::format("K must be a positive multiple of {}, got {}", kBlockK, k));
-    }
-    if ((long long)n * k > std::numeric_limits<int32_t>::max() ||
-        (long long)groups * n * k / 2 > (1ll << 40)) {
-      return absl::InvalidArgumentError(fmt::format("layer {} x {} x {} is too large", groups, n, k));
-    }
-    const size_t code_count = size_t(groups) * n * (k / 2);
-    const size_t scale_count = size_t(groups) * n * (k / kBlockK);
-    if (packed_codes.size() != code_count || scale_bytes.size() != scale_count) {
-      return absl::InvalidArgumentError(
-          fmt::format("layer {} x {} x {} needs {} code bytes and {} scale bytes, got {} and {}", groups, n, k,
-                      code_count, scale_count, packed_codes.size(), scale_bytes.size()));
-    }
-    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
-    const AdmittedScales admitted = AdmittedScales::Admit(scale_bytes, /*per_expert=*/0);  // the whole layer
-    auto layer = std::make_unique<DeviceLayer>(device_, groups, n, k, admitted.layer());
-    MXDIFF_RETURN_IF_ERROR(layer->codes.Allocate(code_count, "weight codes"));
-    MXDIFF_RETURN_IF_ERROR(layer->codes.Upload(packed_codes, stream_, "copy codes"));
-    MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.Allocate(scale_count, admitted.layer()));
-    MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.Write(admitted, 0, stream_));
-    return std::unique_ptr<PreparedLayer>(std::move(layer));
+    return PrepareFrom(groups, n, k, packed_codes.data(), packed_codes.size(), /*on_device=*/false, scale_bytes);
+  }
+
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareWithDeviceCodes(int groups, int n, int k,
+                                                                        const uint8_t* device_codes,
+                                                                        std::span<const uint8_t> scale_bytes) override {
+    const size_t code_count = groups >= 1 && n >= 1 && k >= 2 ? size_t(groups) * size_t(n) * size_t(k / 2) : 0;
+    return PrepareFrom(groups, n, k, device_codes, code_count, /*on_device=*/true, scale_bytes);
   }
 
   absl::StatusOr<Route> Run(const PreparedLayer& layer, std::span<const int32_t> row_offsets,
@@ -204,6 +187,45 @@ class CudaGemmRunner final : public GemmRunner {
 
  private:
   static constexpr Tactic kDefaultShapeTactic{8, 128, 64, 1, 0};
+
+  // Prepare's body: the codes from the host, or (on_device) from device memory of this device.
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareFrom(int groups, int n, int k, const uint8_t* codes,
+                                                            size_t codes_given, bool on_device,
+                                                            std::span<const uint8_t> scale_bytes) {
+    if (groups < 1 || n < 1) {
+      return absl::InvalidArgumentError(fmt::format("groups and N must be >= 1, got {} and {}", groups, n));
+    }
+    if (k < kBlockK || k % kBlockK != 0) {
+      return absl::InvalidArgumentError(fmt::format("K must be a positive multiple of {}, got {}", kBlockK, k));
+    }
+    if ((long long)n * k > std::numeric_limits<int32_t>::max() ||
+        (long long)groups * n * k / 2 > (1ll << 40)) {
+      return absl::InvalidArgumentError(fmt::format("layer {} x {} x {} is too large", groups, n, k));
+    }
+    const size_t code_count = size_t(groups) * n * (k / 2);
+    const size_t scale_count = size_t(groups) * n * (k / kBlockK);
+    if (codes_given != code_count || scale_bytes.size() != scale_count) {
+      return absl::InvalidArgumentError(
+          fmt::format("layer {} x {} x {} needs {} code bytes and {} scale bytes, got {} and {}", groups, n, k,
+                      code_count, scale_count, codes_given, scale_bytes.size()));
+    }
+    if (on_device && codes == nullptr) return absl::InvalidArgumentError("no device codes");
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    const AdmittedScales admitted = AdmittedScales::Admit(scale_bytes, /*per_expert=*/0);  // the whole layer
+    auto layer = std::make_unique<DeviceLayer>(device_, groups, n, k, admitted.layer());
+    MXDIFF_RETURN_IF_ERROR(layer->codes.Allocate(code_count, "weight codes"));
+    if (on_device) {
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(layer->codes.as<uint8_t>(), codes, code_count,
+                                                        cudaMemcpyDeviceToDevice, stream_),
+                                        "copy codes on the device"));
+      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "copy codes on the device"));
+    } else {
+      MXDIFF_RETURN_IF_ERROR(layer->codes.Upload(codes, code_count, 0, stream_, "copy codes"));
+    }
+    MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.Allocate(scale_count, admitted.layer()));
+    MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.Write(admitted, 0, stream_));
+    return std::unique_ptr<PreparedLayer>(std::move(layer));
+  }
 
   absl::StatusOr<const DeviceLayer*> Own(const PreparedLayer& layer) const {
     const auto* device_layer = dynamic_cast<const DeviceLayer*>(&layer);

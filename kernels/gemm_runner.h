@@ -69,6 +69,17 @@ class GemmRunner {
                                                                 std::span<const uint8_t> packed_codes,
                                                                 std::span<const uint8_t> scale_bytes) = 0;
 
+  // Prepare with the codes already in device memory of this runner's device (`device_codes`,
+  // groups x N x K/2 bytes, complete before the call: fuzz_gemm materializes a case's codes there
+  // from its recipe), copied on the device; the scale bytes come from the host as in Prepare
+  // (admission reads them). Unimplemented where a runner has no device.
+  virtual absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareWithDeviceCodes(int groups, int n, int k,
+                                                                                const uint8_t* device_codes,
+                                                                                std::span<const uint8_t> scale_bytes) {
+    (void)groups, (void)n, (void)k, (void)device_codes, (void)scale_bytes;
+    return absl::UnimplementedError("this runner prepares from host codes only");
+  }
+
   // Prepare with a scale audit's verdict on this layer (`mxdiff audit --json`): refused before
   // anything is copied unless CheckAuditedVerdict (reference/admission.h) accepts it, i.e. it
   // was made under this build's admission rule and describes exactly these scale bytes. The

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fuzz/formats/tensor_recipe.h"
 #include "fuzz/mutators/fuzz_rules.h"
 #include "fuzz/driver/coverage_counters.h"
 #include "kernels/gemm_runner.h"
@@ -91,10 +92,17 @@ ShapeClass ShapeClassOf(const FuzzCase& c) {
 std::string CountersText(const DifferentialCounters& n) {
   return fmt::format(
       "cases {}\nsmall {}\ndecode {}\nhuge {}\nelements {}\ncpu {}\ndevice {}\ncpu_checked {}\nfallbacks {}\n"
-      "refused {}\ndisagreements {}\nruns_refused {}\n",
+      "refused {}\ndisagreements {}\nruns_refused {}\ndevice_materialized {}\nhost_codes_skipped {}\n"
+      "host_codes_late {}\n",
       n.cases, n.cases_by_shape[0], n.cases_by_shape[1], n.cases_by_shape[2], n.elements_compared, n.cases_cpu,
       n.cases_device, n.cases_cpu_checked, n.device_fallbacks, n.device_refused, n.oracle_disagreements,
-      n.runs_refused);
+      n.runs_refused, n.cases_device_materialized, n.host_codes_skipped, n.host_codes_late);
+}
+
+bool GoesDeviceWay(const FuzzCase& c, const OracleSettings& settings, const ReferenceOracle* oracle) {
+  const double work = double(c.rows()) * double(c.n) * double(c.k);
+  return oracle != nullptr && settings.cpu_check_every > 0 && work > settings.device_above_work &&
+         oracle->MaterializesRecipes() && WeightsFromRecipes(c);
 }
 
 bool CpuCheckSampled(const FuzzCase& c, int every) {
@@ -137,9 +145,13 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
   entry.options.tactic.cta_k = tactic.cta_k;
   entry.options.tactic.splits = tactic.splits;
   if (case_.large && !cpu_only) {
-    const absl::Status status = device_oracle_->Gemm(OracleProblem(c), entry.options, entry.bits);
+    // The device way: the oracle's own materialization of the recipes (same bits, no weights
+    // copied); else the host's tensors of the groups with rows.
+    const absl::Status status = case_.device_way ? device_oracle_->GemmCase(c, entry.options, entry.bits)
+                                                 : device_oracle_->Gemm(OracleProblem(c), entry.options, entry.bits);
     if (status.ok()) {
       case_.on_device = true;
+      case_.device_materialized |= case_.device_way;
       entry.unconfirmed = true;
       ReferenceBits& stored = reference_cache_.emplace(key, std::move(entry)).first->second;
       if (case_.sampled) {
@@ -160,11 +172,13 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
     }
   }
   case_.on_cpu = true;
-  if (absl::Status status = ReferenceGemm(c.Problem(), entry.options, entry.bits); !status.ok()) return status;
+  if (absl::Status status = ReferenceGemm(HostCase(c).Problem(), entry.options, entry.bits); !status.ok())
+    return status;
   return &reference_cache_.emplace(key, std::move(entry)).first->second;
 }
 
-GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& c) {
+GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& original) {
+  const FuzzCase& c = HostCase(original);
   const std::vector<int> groups = c.GroupsWithRows();
   if (groups.empty() || int(groups.size()) == c.groups) return c.Problem();
   if (!compact_.ready) {
@@ -194,7 +208,7 @@ GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& c) {
 
 absl::Status GemmDifferential::ConfirmOnCpu(const FuzzCase& c, ReferenceBits& entry, CaseEvaluation& evaluation) {
   std::vector<uint16_t> cpu;
-  if (absl::Status status = ReferenceGemm(c.Problem(), entry.options, cpu); !status.ok()) return status;
+  if (absl::Status status = ReferenceGemm(HostCase(c).Problem(), entry.options, cpu); !status.ok()) return status;
   case_.cpu_checked = true;
   entry.unconfirmed = false;
   size_t differ = 0, first = cpu.size();
@@ -234,7 +248,7 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c, CaseEvaluation& ev
     options.tactic = c.tactic;
     options.threads = 1;
     std::vector<uint16_t> single;
-    absl::Status status = ReferenceGemm(c.Problem(), options, single);
+    absl::Status status = ReferenceGemm(HostCase(c).Problem(), options, single);
     absl::StatusOr<ReferenceBits*> multi = Reference(c, transform, c.model, c.tactic, evaluation, /*cpu_only=*/true);
     if (!status.ok() || !multi.ok()) {
       return Finding{"reference/rejected-valid-case",
@@ -364,7 +378,8 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   run.model = module.model().value_or(c.model);
   run.expected = module.ExpectedRoute(c, run.tactic, admission);
   run.output.assign(size_t(c.rows()) * size_t(c.n), kOutputPoison);
-  run.route = module.Run(c, run.tactic, run.output);
+  const FuzzCase& input = module.TakesRecipeCodes() ? c : HostCase(c);  // its codes where it needs them
+  run.route = module.Run(input, run.tactic, run.output);
   auto verdict = [&](size_t check, CheckResult finding) {
     evaluation.verdicts.push_back({kCheckNames[check], run.module, std::move(finding)});
   };
@@ -386,7 +401,7 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   verdict(kWrittenCheck, CheckWritten(c, run));
   CheckResult bits = CheckBits(c, run, evaluation);  // may record device-vs-cpu verdicts first
   verdict(kBitsCheck, std::move(bits));
-  verdict(kDeterminismCheck, CheckDeterminism(c, module, run));
+  verdict(kDeterminismCheck, CheckDeterminism(input, module, run));
   verdict(kHealthCheck, CheckHealth(module, run));
 }
 
@@ -394,17 +409,23 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   const double work = double(c.rows()) * double(c.n) * double(c.k);
   case_ = CaseOracle{};
   compact_.ready = false;
+  case_.codes_deferred =
+      c.packed_codes.empty() && c.recipe(TensorKind::kCodes).has_value() && c.element_count(TensorKind::kCodes) > 0;
   case_.large = device_oracle_ != nullptr && settings_.cpu_check_every > 0 && work > settings_.device_above_work;
   case_.sampled = case_.large && CpuCheckSampled(c, settings_.cpu_check_every);
+  case_.device_way = case_.large && GoesDeviceWay(c, settings_, device_oracle_.get());
   CaseEvaluation evaluation = EvaluateAll(c);
   ++counters_.cases;
   ++counters_.cases_by_shape[size_t(ShapeClassOf(c))];
   if (case_.on_device) {
     ++counters_.cases_device;
     counters_.cases_cpu_checked += case_.cpu_checked;
+    counters_.cases_device_materialized += case_.device_materialized;
   } else if (case_.on_cpu) {
     ++counters_.cases_cpu;
   }
+  counters_.host_codes_skipped += case_.codes_deferred && !case_.codes_late;
+  counters_.host_codes_late += case_.codes_late;
   counters_.device_fallbacks += case_.fell_back;
   counters_.device_refused += case_.refused;
   return evaluation;
@@ -442,6 +463,41 @@ CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
     evaluation.verdicts.push_back({kCheckNames[kCpuSideCheck], "", std::move(finding)});
   }
   return evaluation;
+}
+
+const FuzzCase& GemmDifferential::HostCase(const FuzzCase& c) {
+  if (!case_.codes_deferred) return c;
+  if (!case_.codes_late) {
+    case_.codes_late = true;
+    host_case_ = c;
+    host_case_.packed_codes.resize(c.element_count(TensorKind::kCodes) / 2);
+    MaterializeCodes(*c.recipe(TensorKind::kCodes), host_case_.packed_codes);
+  }
+  return host_case_;
+}
+
+bool GemmDifferential::NeedsHostCodes(const FuzzCase& c) const {
+  if (!GoesDeviceWay(c, settings_, device_oracle_.get()) || CpuCheckSampled(c, settings_.cpu_check_every)) return true;
+  return !std::all_of(modules_.begin(), modules_.end(),
+                      [](const std::unique_ptr<GemmModule>& module) { return module->TakesRecipeCodes(); });
+}
+
+absl::StatusOr<bool> DecodeForDifferential(std::span<const uint8_t> input, const GemmDifferential& differential,
+                                           FuzzCase& c, FuzzCase& description, MaterializationMemo* memo) {
+  if (absl::Status status = DecodeCaseInto(input, description, Materialize::kNo); !status.ok()) return status;
+  if (differential.NeedsHostCodes(description)) {
+    if (absl::Status status = DecodeCaseInto(input, c, Materialize::kYes, memo); !status.ok()) return status;
+    return false;
+  }
+  // Everything but the codes: the description's fields, then its other recipe tensors.
+  c = description;
+  std::optional<TensorRecipe> codes = std::move(c.recipe(TensorKind::kCodes));
+  c.recipe(TensorKind::kCodes).reset();
+  MaterializeCase(c);
+  c.recipe(TensorKind::kCodes) = std::move(codes);
+  c.packed_codes.clear();
+  if (memo != nullptr) *memo = {};  // c's payloads are no longer the memo's
+  return true;
 }
 
 void GemmDifferential::ForgetState() {

@@ -62,6 +62,11 @@ ShapeClass ShapeClassOf(const FuzzCase& fuzz_case);
 // Whether the case is one of the 1 in `every` whose device bits are checked on the CPU: a
 // function of the case's encoding alone (every <= 1: all).
 bool CpuCheckSampled(const FuzzCase& fuzz_case, int every);
+// The device way: a case the device oracle judges (more than settings.device_above_work
+// multiply-adds, cpu_check_every > 0) whose weights come from recipes, with an oracle that
+// materializes them itself (ReferenceOracle::MaterializesRecipes): its reference is computed on
+// weights materialized on the device, not on the host's copy. Counted as `device_materialized`.
+bool GoesDeviceWay(const FuzzCase& fuzz_case, const OracleSettings& settings, const ReferenceOracle* oracle);
 
 // What the differential did since it was made (fuzz_gemm's stats, the campaign's report).
 struct DifferentialCounters {
@@ -75,6 +80,11 @@ struct DifferentialCounters {
   size_t device_refused = 0;      // cases the device oracle refused out of memory: CPU instead
   size_t oracle_disagreements = 0;  // oracle/device-vs-cpu verdicts
   size_t runs_refused = 0;        // module runs refused out of memory (ResourceExhausted): no finding
+  size_t cases_device_materialized = 0;  // of cases_device, those the oracle computed on weights it
+                                         // materialized on the device from the recipes (GoesDeviceWay)
+  size_t host_codes_skipped = 0;  // cases whose codes the host never materialized (NeedsHostCodes)
+  size_t host_codes_late = 0;     // cases handed without codes that needed them on the host after all
+                                  // (a kernel disagreed with the device oracle, or it fell back)
 };
 
 struct CheckVerdict {
@@ -109,7 +119,14 @@ class GemmDifferential {
 
   // Runs every module and every named check; each verdict is kept (a check whose input is
   // missing, e.g. the bits of a run that returned an error, is not run).
+  // A case whose codes come from a recipe may arrive without them (packed_codes empty): the
+  // differential then materializes them on the host only where a CPU reference or a module that
+  // does not take recipe codes needs them (DecodeForDifferential decides when to skip them).
   CaseEvaluation Evaluate(const FuzzCase& fuzz_case);
+  // Whether the case (its description is enough) needs its codes on the host: every case but one
+  // that goes the device way (GoesDeviceWay), is not sampled for the CPU check (CpuCheckSampled)
+  // and whose modules all take recipe codes (GemmModule::TakesRecipeCodes).
+  bool NeedsHostCodes(const FuzzCase& fuzz_case) const;
   CheckResult CheckCase(const FuzzCase& fuzz_case);
   // Every module's state across cases dropped (GemmModule::ForgetState).
   void ForgetState();
@@ -156,6 +173,8 @@ class GemmDifferential {
   CheckResult CheckWritten(const FuzzCase& fuzz_case, const ModuleRun& run);
   CheckResult CheckBits(const FuzzCase& fuzz_case, ModuleRun& run, CaseEvaluation& evaluation);
   CheckResult CheckDeterminism(const FuzzCase& fuzz_case, GemmModule& module, const ModuleRun& run);
+  // The case with its codes on the host: itself, or (once per case) a copy with them materialized.
+  const FuzzCase& HostCase(const FuzzCase& fuzz_case);
 
   std::vector<std::unique_ptr<GemmModule>> modules_;
   std::map<ReferenceKey, ReferenceBits> reference_cache_;
@@ -165,7 +184,12 @@ class GemmDifferential {
   struct CaseOracle {  // where the case being evaluated got its references
     bool large = false, sampled = false, on_device = false, on_cpu = false, cpu_checked = false;
     bool fell_back = false, refused = false;
+    bool device_way = false;           // GoesDeviceWay
+    bool device_materialized = false;  // the oracle ran on its own materialization of the weights
+    bool codes_deferred = false;       // handed without its codes on the host
+    bool codes_late = false;           // and HostCase materialized them after all
   } case_;
+  FuzzCase host_case_;  // HostCase's copy, reused across cases
   struct CompactProblem {  // OracleProblem's storage, reused across cases
     bool ready = false;
     int groups = 0;
@@ -177,6 +201,14 @@ class GemmDifferential {
   size_t cases_compared_ = 0;
   size_t runs_unsupported_ = 0;
 };
+
+// fuzz_gemm's decoding of an input for `differential`: every tensor materialized on the host,
+// except the codes where NeedsHostCodes says no (they are then left empty: only the device
+// materializes them). `description` is scratch (the case without its payloads); `memo` speeds up
+// the full decode as in the fuzz loop (tensor payloads of `fuzz_case` are reused). Returns whether
+// the codes were skipped; an input that does not decode is an error.
+absl::StatusOr<bool> DecodeForDifferential(std::span<const uint8_t> input, const GemmDifferential& differential,
+                                           FuzzCase& fuzz_case, FuzzCase& description, MaterializationMemo* memo);
 
 // The counters as the stats file fuzz_gemm writes (MXDIFF_STATS_FILE) and the campaign reads
 // (tools/campaign/campaign_stats.py): one "name value" line each, in a fixed order.

@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "fuzz/driver/calibration_guard.h"
+#include "fuzz/modules/device_recipe_weights.h"
 #include "fuzz/modules/kernel_modules.h"
 #include "fuzz/modules/module_loader.h"
 #include "fuzz/modules/reference_oracle.h"
@@ -18,6 +19,19 @@ class DeviceReferenceOracle final : public ReferenceOracle {
                     std::vector<uint16_t>& output) override {
     return DeviceReferenceGemm(problem, options, output);
   }
+
+  // The device way (GoesDeviceWay): the case's codes and scales materialized on the device from
+  // their recipes (SharedDeviceRecipeWeights: the same buffers the kernel modules prepare from)
+  // and handed to the device reference where they are.
+  bool MaterializesRecipes() const override { return true; }
+  absl::Status GemmCase(const FuzzCase& c, const ReferenceOptions& options, std::vector<uint16_t>& output) override {
+    absl::StatusOr<const DeviceWeights*> weights = weights_->Of(c);
+    if (!weights.ok()) return weights.status();
+    return DeviceReferenceGemmOnDeviceWeights(c.Problem(), **weights, options, output);
+  }
+
+ private:
+  std::shared_ptr<DeviceRecipeWeights> weights_ = SharedDeviceRecipeWeights();
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fuzz/modules/device_recipe_weights.h"
 #include "fuzz/mutators/fuzz_rules.h"
 #include "reference/admission.h"
 
@@ -18,14 +19,25 @@ class KernelSession {
   absl::StatusOr<const PreparedLayer*> Prepare(const FuzzCase& c) {
     if (layer_ != nullptr && prepared_.SameAs(c)) return layer_.get();
     layer_.reset();
-    absl::StatusOr<std::unique_ptr<PreparedLayer>> layer =
-        preparer_->Prepare(c.groups, c.n, c.k, c.packed_codes, c.scale_bytes);
+    absl::StatusOr<std::unique_ptr<PreparedLayer>> layer = absl::UnknownError("not prepared");
+    if (c.packed_codes.empty() && c.recipe(TensorKind::kCodes)) {
+      // The host skipped the codes (the device way): the shared device materialization, which
+      // the device reference reads too, copied on the device.
+      absl::StatusOr<const DeviceWeights*> weights = device_weights_->Of(c);
+      if (!weights.ok()) return weights.status();
+      layer = preparer_->PrepareWithDeviceCodes(c.groups, c.n, c.k, (*weights)->codes(), c.scale_bytes);
+    } else {
+      layer = preparer_->Prepare(c.groups, c.n, c.k, c.packed_codes, c.scale_bytes);
+    }
     if (!layer.ok()) return layer.status();
     layer_ = *std::move(layer);
     prepared_ = WeightsKey::Of(c);
     return layer_.get();
   }
-  void Forget() { layer_.reset(); }
+  void Forget() {
+    layer_.reset();
+    device_weights_->Forget();
+  }
 
  private:
   // What decides a layer's weights: the shape, and per tensor its recipe (a 570 MB layer is a
@@ -49,6 +61,7 @@ class KernelSession {
   };
 
   std::shared_ptr<GemmRunner> preparer_;
+  std::shared_ptr<DeviceRecipeWeights> device_weights_ = SharedDeviceRecipeWeights();
   std::unique_ptr<PreparedLayer> layer_;
   WeightsKey prepared_;
 };
@@ -95,6 +108,9 @@ class KernelModule final : public GemmModule {
     reordered.swizzle = (tactic.swizzle + 1) % (widest + 1);
     return reordered;
   }
+
+  // A case without its codes on the host is prepared from the shared device materialization.
+  bool TakesRecipeCodes() const override { return true; }
 
   absl::Status CheckHealth() override { return runner_->CheckDevice(); }
   void ForgetState() override { session_->Forget(); }

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "fuzz/formats/case_format.h"
 #include "reference/problem.h"
 #include "reference/reference_gemm.h"
 
@@ -26,7 +27,26 @@ class ReferenceOracle {
   // The differential then computes the case on the CPU (a fallback, counted), never skips it.
   virtual absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
                             std::vector<uint16_t>& output) = 0;
+
+  // Whether the oracle materializes a case's recipe weights itself (the device reference: on the
+  // device, once per case's weights), so that they never cross PCIe: the differential then calls
+  // GemmCase instead of Gemm for a large case whose codes and scales both come from recipes
+  // (GoesDeviceWay, fuzz/checks/gemm_differential.h).
+  virtual bool MaterializesRecipes() const { return false; }
+  // ReferenceGemm's bits for the whole case, its codes and scales materialized from its recipes
+  // (the case's own vectors of them are not read), its row offsets and activations read from the
+  // host. Errors as Gemm's.
+  virtual absl::Status GemmCase(const FuzzCase& fuzz_case, const ReferenceOptions& options,
+                                std::vector<uint16_t>& output) {
+    (void)fuzz_case, (void)options, (void)output;
+    return absl::UnimplementedError(name() + " does not materialize recipes");
+  }
 };
+
+// Whether the case's weights (codes and scales) both come from recipes, not literal bytes.
+inline bool WeightsFromRecipes(const FuzzCase& fuzz_case) {
+  return fuzz_case.recipe(TensorKind::kCodes).has_value() && fuzz_case.recipe(TensorKind::kScales).has_value();
+}
 
 // The device reference as an oracle: Unavailable saying why where the build has no CUDA or the
 // machine no device. Defined in builtin_modules_cuda.cc or builtin_modules_none.cc.

@@ -129,7 +129,17 @@ std::vector<Finding> Evaluate(const FuzzCase& c) {
 InputFindings Check(std::span<const uint8_t> input, bool fresh) {
   if (differential == nullptr) Initialize({});
   if (fresh) differential->ForgetState();
-  return CheckCaseInput(input, fresh, Evaluate);
+  // As CheckCaseInput, but a case the device way judges without a CPU check keeps its codes off the
+  // host (DecodeForDifferential): only the device materializes them.
+  static thread_local FuzzCase fuzz_case, description;  // buffers reused across inputs
+  static thread_local MaterializationMemo memo;
+  if (fresh) {
+    FuzzCase decoded;
+    if (!DecodeForDifferential(input, *differential, decoded, description, nullptr).ok()) return std::nullopt;
+    return Evaluate(decoded);
+  }
+  if (!DecodeForDifferential(input, *differential, fuzz_case, description, &memo).ok()) return std::nullopt;
+  return Evaluate(fuzz_case);
 }
 
 }  // namespace

@@ -70,16 +70,16 @@ bool DeviceReferenceAvailable(std::string* why) {
   return true;
 }
 
-absl::Status DeviceReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
-                                    std::vector<uint32_t>& output) {
-  if (absl::Status status = ValidateReferenceInputs(problem, options); !status.ok()) return status;
-  if (absl::Status status = RequireDevice(); !status.ok()) return status;
+namespace {
+
+// The launch on codes and scales already on the device (`problem` validated by the caller).
+absl::Status GemmF32WithDeviceWeights(const GroupedProblem& problem, const uint8_t* device_codes,
+                                      const uint8_t* device_scales, const ReferenceOptions& options,
+                                      std::vector<uint32_t>& output) {
   DeviceArray<int32_t> row_offsets;
   DeviceArray<uint16_t> activations;
-  DeviceArray<uint8_t> codes, scales;
   DeviceArray<uint32_t> result;
-  for (absl::Status status : {row_offsets.Upload(problem.row_offsets), activations.Upload(problem.activations),
-                              codes.Upload(problem.packed_codes), scales.Upload(problem.scale_bytes)}) {
+  for (absl::Status status : {row_offsets.Upload(problem.row_offsets), activations.Upload(problem.activations)}) {
     if (!status.ok()) return status;
   }
   const size_t outputs = size_t(problem.rows()) * size_t(problem.n);
@@ -94,8 +94,8 @@ absl::Status DeviceReferenceGemmF32(const GroupedProblem& problem, const Referen
                                        int(options.model),
                                        row_offsets.get(),
                                        activations.get(),
-                                       codes.get(),
-                                       scales.get(),
+                                       device_codes,
+                                       device_scales,
                                        result.get()};
   if (absl::Status status = CudaStatus(device_internal::LaunchReferenceGemm(args), "kernel launch"); !status.ok())
     return status;
@@ -104,12 +104,72 @@ absl::Status DeviceReferenceGemmF32(const GroupedProblem& problem, const Referen
   return result.Download(output);
 }
 
+void ToF16(const std::vector<uint32_t>& f32, std::vector<uint16_t>& output) {
+  output.resize(f32.size());
+  for (size_t i = 0; i < f32.size(); ++i) output[i] = f32_to_f16_rne(bits_to_f32(f32[i]));
+}
+
+}  // namespace
+
+absl::Status DeviceReferenceGemmF32(const GroupedProblem& problem, const ReferenceOptions& options,
+                                    std::vector<uint32_t>& output) {
+  if (absl::Status status = ValidateReferenceInputs(problem, options); !status.ok()) return status;
+  if (absl::Status status = RequireDevice(); !status.ok()) return status;
+  DeviceArray<uint8_t> codes, scales;
+  for (absl::Status status : {codes.Upload(problem.packed_codes), scales.Upload(problem.scale_bytes)}) {
+    if (!status.ok()) return status;
+  }
+  return GemmF32WithDeviceWeights(problem, codes.get(), scales.get(), options, output);
+}
+
+DeviceWeights::~DeviceWeights() {
+  cudaFree(codes_);
+  cudaFree(scales_);
+}
+
+absl::Status DeviceWeights::Reserve(size_t code_bytes, size_t scale_bytes) {
+  if (absl::Status status = RequireDevice(); !status.ok()) return status;
+  auto grow = [](uint8_t*& data, size_t& capacity, size_t bytes, const char* what) -> absl::Status {
+    if (bytes <= capacity && data != nullptr) return absl::OkStatus();
+    cudaFree(data);
+    data = nullptr;
+    capacity = 0;
+    void* fresh = nullptr;
+    if (absl::Status status = CudaStatus(cudaMalloc(&fresh, bytes == 0 ? 1 : bytes), what); !status.ok()) return status;
+    data = static_cast<uint8_t*>(fresh);
+    capacity = bytes;
+    return absl::OkStatus();
+  };
+  code_bytes_ = scale_bytes_ = 0;
+  if (absl::Status status = grow(codes_, code_capacity_, code_bytes, "cudaMalloc (codes)"); !status.ok()) return status;
+  if (absl::Status status = grow(scales_, scale_capacity_, scale_bytes, "cudaMalloc (scales)"); !status.ok())
+    return status;
+  code_bytes_ = code_bytes;
+  scale_bytes_ = scale_bytes;
+  return absl::OkStatus();
+}
+
+absl::Status DeviceReferenceGemmOnDeviceWeights(const GroupedProblem& problem, const DeviceWeights& weights,
+                                                const ReferenceOptions& options, std::vector<uint16_t>& output) {
+  // Validated as the host problem would be: spans of the weights' sizes (never read on the host).
+  GroupedProblem shaped = problem;
+  shaped.packed_codes = std::span<const uint8_t>(weights.codes(), weights.code_bytes());
+  shaped.scale_bytes = std::span<const uint8_t>(weights.scales(), weights.scale_bytes());
+  if (absl::Status status = ValidateReferenceInputs(shaped, options); !status.ok()) return status;
+  if (absl::Status status = RequireDevice(); !status.ok()) return status;
+  std::vector<uint32_t> f32;
+  if (absl::Status status = GemmF32WithDeviceWeights(shaped, weights.codes(), weights.scales(), options, f32);
+      !status.ok())
+    return status;
+  ToF16(f32, output);
+  return absl::OkStatus();
+}
+
 absl::Status DeviceReferenceGemm(const GroupedProblem& problem, const ReferenceOptions& options,
                                  std::vector<uint16_t>& output) {
   std::vector<uint32_t> f32;
   if (absl::Status status = DeviceReferenceGemmF32(problem, options, f32); !status.ok()) return status;
-  output.resize(f32.size());
-  for (size_t i = 0; i < f32.size(); ++i) output[i] = f32_to_f16_rne(bits_to_f32(f32[i]));
+  ToF16(f32, output);
   return absl::OkStatus();
 }
 

@@ -30,6 +30,34 @@ absl::Status DeviceReferenceGemmF32(const GroupedProblem& problem, const Referen
 absl::Status DeviceReferenceGemm(const GroupedProblem& problem, const ReferenceOptions& options,
                                  std::vector<uint16_t>& output);
 
+// A layer's packed codes (groups x N x K/2) and scale bytes (groups x N x K/32) in device memory
+// of the current device, filled there by the owner (fuzz_gemm's oracle materializes a case's
+// recipes into it: fuzz/formats/tensor_recipe_device.h), so the weights never cross PCIe. Kept
+// across calls and grown as needed; Reserve's errors are DeviceReferenceGemm's.
+class DeviceWeights {
+ public:
+  DeviceWeights() = default;
+  DeviceWeights(const DeviceWeights&) = delete;
+  DeviceWeights& operator=(const DeviceWeights&) = delete;
+  ~DeviceWeights();
+  absl::Status Reserve(size_t code_bytes, size_t scale_bytes);
+  uint8_t* codes() const { return codes_; }
+  uint8_t* scales() const { return scales_; }
+  size_t code_bytes() const { return code_bytes_; }
+  size_t scale_bytes() const { return scale_bytes_; }
+
+ private:
+  uint8_t* codes_ = nullptr;
+  uint8_t* scales_ = nullptr;
+  size_t code_bytes_ = 0, scale_bytes_ = 0, code_capacity_ = 0, scale_capacity_ = 0;
+};
+
+// DeviceReferenceGemm with the codes and scales of `weights` (of exactly the problem's sizes;
+// problem.packed_codes and problem.scale_bytes are not read): the same bits, nothing of the
+// weights copied. Row offsets and activations come from the host problem.
+absl::Status DeviceReferenceGemmOnDeviceWeights(const GroupedProblem& problem, const DeviceWeights& weights,
+                                                const ReferenceOptions& options, std::vector<uint16_t>& output);
+
 // Chains of steps on the device: d[r] = ChainSteps(model, c[r], a[r * k ...], b[r * k ...]) for
 // every row r (k a positive multiple of 4; a and b hold c.size() * k values).
 absl::Status DeviceChainSteps(StepModel model, int k, std::span<const uint32_t> c, std::span<const uint16_t> a,

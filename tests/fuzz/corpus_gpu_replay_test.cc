@@ -11,9 +11,12 @@
 
 #include "fuzz/checks/gemm_differential.h"
 #include "fuzz/checks/known_cases.h"
+#include "fuzz/modules/device_recipe_weights.h"
 #include "fuzz/modules/module_loader.h"
 #include "fuzz/modules/reference_oracle.h"
 #include "gtest/gtest.h"
+#include "reference/decode_shapes.h"
+#include "reference/reference_gemm.h"
 
 namespace mxdiff::fuzz {
 namespace {
@@ -102,6 +105,111 @@ TEST(CorpusGpuReplay, FuzzGemmWithTheDeviceOracleCheckedOnTheCpu) {
   EXPECT_EQ(counters.cases_cpu_checked, counters.cases_device);
   EXPECT_EQ(counters.oracle_disagreements, 0u);
   EXPECT_EQ(counters.device_fallbacks + counters.device_refused, 0u) << differential.last_fallback();
+}
+
+// The device way (GoesDeviceWay): a decode-shaped case whose weights are recipes, its reference
+// computed on the oracle's own device materialization, gives the same oracle bits as the host
+// tensors' path (and the CPU's) for every model and transform, and through the differential the
+// same kernel and reference bits as a differential whose oracle takes the host tensors.
+class HostTensorsOnly final : public ReferenceOracle {
+ public:
+  explicit HostTensorsOnly(std::unique_ptr<ReferenceOracle> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
+                    std::vector<uint16_t>& output) override {
+    return inner_->Gemm(problem, options, output);
+  }
+
+ private:
+  std::unique_ptr<ReferenceOracle> inner_;
+};
+
+FuzzCase DeviceWayCase(uint64_t seed) {
+  FuzzCase c;
+  std::vector<int> rows(16, 0);
+  rows[1] = 1, rows[6] = 8, rows[15] = 3;
+  ResizeCase(c, 16, kW13Tp8.n, kW13Tp8.k, rows);
+  c.tactic = Tactic{16, 128, 32, 2, 0};
+  c.request = TransformRequest::kAuto;
+  c.recipe(TensorKind::kActivations) = TensorRecipe{ValueClass::kNormal, 0, seed, {}};
+  c.recipe(TensorKind::kCodes) = TensorRecipe{ValueClass::kUniform, 4, seed + 1, {{7, 15}, {123457, 8}}};
+  c.recipe(TensorKind::kScales) = TensorRecipe{ValueClass::kCheckpoint, 0, seed + 2, {{3, 120}}};
+  MaterializeCase(c);
+  return c;
+}
+
+TEST(DeviceWay, TheOraclesOwnMaterializationGivesTheHostPathsBits) {
+  absl::StatusOr<std::unique_ptr<ReferenceOracle>> oracle = MakeDeviceReferenceOracle();
+  if (oracle.status().code() == absl::StatusCode::kUnavailable) GTEST_SKIP() << oracle.status();
+  ASSERT_TRUE(oracle.ok()) << oracle.status();
+  ASSERT_TRUE((*oracle)->MaterializesRecipes());
+  for (uint64_t seed : {11u, 12u, 11u}) {  // new weights, then back: the kept materialization is redone
+    const FuzzCase c = DeviceWayCase(seed);
+    for (StepModel model : {StepModel::kV100, StepModel::kSm90Emulated, StepModel::kSm90EmulatedFtz, StepModel::kExact}) {
+      for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
+        ReferenceOptions options;
+        options.model = model;
+        options.transform = transform;
+        options.tactic.cta_k = 32;
+        options.tactic.splits = 2;
+        std::vector<uint16_t> device_way, host_way, cpu;
+        ASSERT_TRUE((*oracle)->GemmCase(c, options, device_way).ok());
+        ASSERT_TRUE((*oracle)->Gemm(c.Problem(), options, host_way).ok());
+        ASSERT_TRUE(ReferenceGemm(c.Problem(), options, cpu).ok());
+        EXPECT_EQ(device_way, host_way) << StepModelName(model) << " " << TransformName(transform) << " " << seed;
+        EXPECT_EQ(device_way, cpu) << StepModelName(model) << " " << TransformName(transform) << " " << seed;
+      }
+    }
+  }
+}
+
+TEST(DeviceWay, ALargeCaseGivesTheSameKernelAndOracleBitsAsTheHostPath) {
+  absl::StatusOr<std::unique_ptr<ReferenceOracle>> device_way = MakeDeviceReferenceOracle();
+  if (device_way.status().code() == absl::StatusCode::kUnavailable) GTEST_SKIP() << device_way.status();
+  ASSERT_TRUE(device_way.ok()) << device_way.status();
+  absl::StatusOr<std::unique_ptr<ReferenceOracle>> host_way = MakeDeviceReferenceOracle();
+  ASSERT_TRUE(host_way.ok()) << host_way.status();
+  absl::StatusOr<LoadedModules> device_modules = LoadBuiltinModules();
+  ASSERT_TRUE(device_modules.ok()) << device_modules.status();
+  absl::StatusOr<LoadedModules> host_modules = LoadBuiltinModules();
+  ASSERT_TRUE(host_modules.ok()) << host_modules.status();
+  OracleSettings settings;
+  settings.cpu_check_every = 1000000;  // judged on the device bits alone (CpuCheckSampled aside)
+  GemmDifferential through_device(std::move(device_modules->modules), *std::move(device_way), settings);
+  GemmDifferential through_host(std::move(host_modules->modules),
+                                std::make_unique<HostTensorsOnly>(*std::move(host_way)), settings);
+  const size_t materialized_before = SharedDeviceRecipeWeights()->materializations();
+  size_t skipped = 0;
+  for (uint64_t seed = 21; seed <= 24; ++seed) {
+    const FuzzCase c = DeviceWayCase(seed);
+    ASSERT_TRUE(GoesDeviceWay(c, settings, through_device.device_oracle()));
+    ASSERT_FALSE(GoesDeviceWay(c, settings, through_host.device_oracle()));
+    // As fuzz_gemm decodes it (DecodeForDifferential): without its codes on the host where no CPU
+    // check needs them; the kernels then prepare from the device materialization the oracle reads.
+    FuzzCase device_case = c;
+    if (!through_device.NeedsHostCodes(c)) {
+      device_case.packed_codes.clear();
+      ++skipped;
+    }
+    const CaseEvaluation a = through_device.Evaluate(device_case), b = through_host.Evaluate(c);
+    EXPECT_EQ(SharedDeviceRecipeWeights()->materializations(), materialized_before + size_t(seed - 20))
+        << "one device materialization per case, shared by the oracle and the kernels";
+    EXPECT_EQ(a.FirstFinding(), nullptr) << a.FirstFinding()->finding->signature << "\n" << a.FirstFinding()->finding->description;
+    EXPECT_EQ(b.FirstFinding(), nullptr) << b.FirstFinding()->finding->signature << "\n" << b.FirstFinding()->finding->description;
+    ASSERT_EQ(a.runs.size(), b.runs.size());
+    for (size_t i = 0; i < a.runs.size(); ++i) {
+      EXPECT_EQ(a.runs[i].output, b.runs[i].output) << a.runs[i].module << " " << seed;
+      EXPECT_EQ(a.runs[i].reference, b.runs[i].reference) << a.runs[i].module << " " << seed;
+      EXPECT_FALSE(a.runs[i].reference.empty()) << a.runs[i].module << " ran";
+    }
+  }
+  std::printf("%s", CountersText(through_device.counters()).c_str());
+  EXPECT_EQ(through_device.counters().cases_device_materialized, 4u);
+  EXPECT_GT(skipped, 0u);
+  EXPECT_EQ(through_device.counters().host_codes_skipped, skipped);
+  EXPECT_EQ(through_device.counters().cases_device, 4u);
+  EXPECT_EQ(through_host.counters().cases_device_materialized, 0u);
+  EXPECT_EQ(through_host.counters().cases_device, 4u);
 }
 
 }  // namespace

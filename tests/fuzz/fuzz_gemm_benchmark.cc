@@ -6,7 +6,9 @@
 // items_per_second is executions per second of one worker. The campaign's table
 // (tools/campaign) gives the same rate with libFuzzer's own work included. The oracle is fuzz_gemm's:
 // the device reference for large cases, 1 in MXDIFF_CPU_CHECK_EVERY (16) also on the CPU (0: the
-// CPU reference alone, the rate before issue 19).
+// CPU reference alone, the rate before issue 19). Each input is decoded as fuzz_gemm decodes it
+// (DecodeForDifferential: a large recipe case's codes stay off the host unless a CPU check needs
+// them); MXDIFF_BENCH_HOST_CODES=1 materializes every tensor on the host as before (the host path).
 //
 //   small        cases of kGemmProfile.small, as the mutator makes them (a new case each time)
 //   w13_6x1      W13 PP2xTP4 (N 1024, K 4096), 6 experts x 1 row: each input moves the
@@ -74,12 +76,18 @@ std::vector<std::vector<uint8_t>> W13Inputs(bool new_weights) {
 }
 
 void RunInputs(benchmark::State& state, const std::vector<std::vector<uint8_t>>& inputs) {
-  FuzzCase c;
+  FuzzCase c, description;
   MaterializationMemo memo;
   size_t next = 0;
   for (auto _ : state) {
     const std::vector<uint8_t>& input = inputs[next++ % inputs.size()];
-    if (absl::Status status = DecodeCaseInto(input, c, Materialize::kYes, &memo); !status.ok()) {
+    static const bool host_codes = [] {
+      const char* value = std::getenv("MXDIFF_BENCH_HOST_CODES");
+      return value != nullptr && std::string(value) == "1";
+    }();
+    const absl::Status status = host_codes ? DecodeCaseInto(input, c, Materialize::kYes, &memo)
+                                           : DecodeForDifferential(input, *differential, c, description, &memo).status();
+    if (!status.ok()) {
       state.SkipWithError(status.ToString().c_str());
       return;
     }
@@ -125,6 +133,11 @@ int main(int argc, char** argv) {
   fmt::print(stderr, "fuzz_gemm_benchmark: oracle: {} (cpu check every {})\n",
              oracle ? "the device reference for large cases" : "the CPU reference", settings.cpu_check_every);
   mxdiff::fuzz::GemmDifferential gemm_differential(std::move(loaded->modules), std::move(oracle), settings);
+  const char* host_codes = std::getenv("MXDIFF_BENCH_HOST_CODES");
+  fmt::print(stderr, "fuzz_gemm_benchmark: codes: {}\n",
+             host_codes != nullptr && std::string(host_codes) == "1"
+                 ? "every case's on the host (MXDIFF_BENCH_HOST_CODES=1)"
+                 : "as fuzz_gemm decodes (the device way skips them on the host where no CPU check needs them)");
   mxdiff::fuzz::differential = &gemm_differential;
   benchmark::RunSpecifiedBenchmarks();
   fmt::print(stderr, "fuzz_gemm_benchmark: counters:\n{}", mxdiff::fuzz::CountersText(gemm_differential.counters()));

@@ -23,8 +23,11 @@ enum class Defect { kNone, kFlipBit, kSkipLastElement, kDependsOnTileOrder, kWro
 
 class FakeModule final : public GemmModule {
  public:
-  explicit FakeModule(Defect defect) : defect_(defect) {}
+  // takes_recipe_codes: Run materializes the codes itself where the case arrives without them.
+  explicit FakeModule(Defect defect, bool takes_recipe_codes = false)
+      : defect_(defect), takes_recipe_codes_(takes_recipe_codes) {}
   std::string name() const override { return "fake"; }
+  bool TakesRecipeCodes() const override { return takes_recipe_codes_; }
   std::optional<StepModel> model() const override { return StepModel::kSm90Emulated; }
   Tactic MapTactic(const FuzzCase& c) const override { return c.tactic; }
   absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
@@ -37,7 +40,14 @@ class FakeModule final : public GemmModule {
     reordered.swizzle = tactic.swizzle == 0 ? 1 : 0;
     return reordered;
   }
-  absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
+  absl::StatusOr<Route> Run(const FuzzCase& given, const Tactic& tactic, std::span<uint16_t> output) override {
+    FuzzCase own;
+    if (given.packed_codes.empty() && given.recipe(TensorKind::kCodes)) {
+      if (!takes_recipe_codes_) return absl::InternalError("handed a case without its codes");
+      own = given;
+      MaterializeCase(own);
+    }
+    const FuzzCase& c = own.packed_codes.empty() ? given : own;
     absl::StatusOr<Route> route = ExpectedRoute(c, tactic, AdmitLayer(c.scale_bytes));
     if (!route.ok()) return route;
     if (defect_ == Defect::kOutOfMemory) return absl::ResourceExhaustedError("out of memory (planted)");
@@ -62,6 +72,7 @@ class FakeModule final : public GemmModule {
 
  private:
   Defect defect_;
+  bool takes_recipe_codes_;
   KernelRegistry registry_ = BuiltinKernelRegistry();
 };
 
@@ -369,6 +380,233 @@ TEST(DeviceOracle, AKernelOutOfDeviceMemoryIsARefusedCaseNotAFinding) {
   GemmDifferential differential(std::move(modules));
   EXPECT_EQ(differential.Evaluate(DecodeShapedCase()).FirstFinding(), nullptr);
   EXPECT_EQ(differential.counters().runs_refused, 1u);
+}
+
+// The device way (GoesDeviceWay): a stand-in for the device reference that materializes a case's
+// recipe weights itself (here on the CPU, from the recipes alone: the case's vectors of codes and
+// scales are cleared first), optionally with a planted defect, counting which entry was used.
+struct OracleCalls {
+  int host = 0;    // Gemm: the host's tensors
+  int recipe = 0;  // GemmCase: its own materialization
+};
+
+class MaterializingFakeOracle final : public ReferenceOracle {
+ public:
+  MaterializingFakeOracle(OracleCalls* calls, bool materializes = true, bool flip = false)
+      : calls_(calls), materializes_(materializes), flip_(flip) {}
+  std::string name() const override { return "fake-device"; }
+  absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
+                    std::vector<uint16_t>& output) override {
+    ++calls_->host;
+    return ReferenceGemm(problem, options, output);
+  }
+  bool MaterializesRecipes() const override { return materializes_; }
+  absl::Status GemmCase(const FuzzCase& c, const ReferenceOptions& options, std::vector<uint16_t>& output) override {
+    ++calls_->recipe;
+    FuzzCase own = c;
+    own.packed_codes.clear();
+    own.scale_bytes.clear();
+    MaterializeCase(own);
+    if (absl::Status status = ReferenceGemm(own.Problem(), options, output); !status.ok()) return status;
+    if (flip_ && !output.empty()) output[output.size() / 2] ^= 1;
+    return absl::OkStatus();
+  }
+
+ private:
+  OracleCalls* calls_;
+  bool materializes_, flip_;
+};
+
+// DecodeShapedCase with its codes and scales from recipes (an override among the codes).
+FuzzCase RecipeWeightsCase(uint64_t seed = mxdiff::testing::TestSeed()) {
+  FuzzCase c = DecodeShapedCase(seed);
+  c.recipe(TensorKind::kCodes) = TensorRecipe{ValueClass::kUniform, 0, seed * 3 + 1, {{5, 7}}};
+  c.recipe(TensorKind::kScales) = TensorRecipe{ValueClass::kCheckpoint, 0, seed * 5 + 2, {}};
+  MaterializeCase(c);
+  return c;
+}
+
+GemmDifferential WithMaterializingOracle(OracleCalls* calls, Defect defect, int cpu_check_every, bool flip = false) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(defect));
+  OracleSettings settings;
+  settings.device_above_work = 0;  // every case is "large"
+  settings.cpu_check_every = cpu_check_every;
+  return GemmDifferential(std::move(modules), std::make_unique<MaterializingFakeOracle>(calls, true, flip), settings);
+}
+
+TEST(DeviceWay, WhichCasesGoTheDeviceWay) {
+  OracleCalls calls;
+  MaterializingFakeOracle materializing(&calls), host_only(&calls, /*materializes=*/false);
+  OracleSettings large;
+  large.device_above_work = 0;
+  const FuzzCase recipes = RecipeWeightsCase();
+  EXPECT_TRUE(GoesDeviceWay(recipes, large, &materializing));
+  EXPECT_FALSE(GoesDeviceWay(recipes, large, &host_only)) << "an oracle that takes host tensors only";
+  EXPECT_FALSE(GoesDeviceWay(recipes, large, nullptr)) << "no device oracle";
+  EXPECT_FALSE(GoesDeviceWay(recipes, OracleSettings{}, &materializing)) << "a small case stays on the CPU";
+  OracleSettings cpu_only = large;
+  cpu_only.cpu_check_every = 0;
+  EXPECT_FALSE(GoesDeviceWay(recipes, cpu_only, &materializing)) << "--cpu-check-every=0";
+  EXPECT_FALSE(GoesDeviceWay(DecodeShapedCase(), large, &materializing)) << "literal bytes";
+  FuzzCase codes_only = recipes;
+  codes_only.recipe(TensorKind::kScales).reset();
+  EXPECT_FALSE(GoesDeviceWay(codes_only, large, &materializing)) << "literal scale bytes";
+  FuzzCase scales_only = recipes;
+  scales_only.recipe(TensorKind::kCodes).reset();
+  EXPECT_FALSE(GoesDeviceWay(scales_only, large, &materializing)) << "literal codes";
+  EXPECT_EQ(calls.host + calls.recipe, 0) << "deciding computes nothing";
+}
+
+TEST(DeviceWay, LargeRecipeCasesAreJudgedOnTheOraclesOwnMaterializationWithTheSameBits) {
+  OracleCalls calls;
+  GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kNone, 1);  // every one on the CPU too
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const CaseEvaluation evaluation = differential.Evaluate(RecipeWeightsCase(seed));
+    EXPECT_EQ(evaluation.FirstFinding(), nullptr) << seed << ": " << evaluation.FirstFinding()->finding->signature;
+  }
+  EXPECT_GT(calls.recipe, 0);
+  EXPECT_EQ(calls.host, 0) << "the host's tensors were handed to the oracle";
+  const DifferentialCounters& counters = differential.counters();
+  EXPECT_EQ(counters.cases_device, 8u);
+  EXPECT_EQ(counters.cases_device_materialized, 8u);
+  EXPECT_EQ(counters.cases_cpu_checked, 8u);
+  EXPECT_EQ(counters.oracle_disagreements, 0u);
+  EXPECT_NE(CountersText(counters).find("\ndevice_materialized 8\n"), std::string::npos) << CountersText(counters);
+}
+
+TEST(DeviceWay, LiteralWeightsAndSmallCasesKeepTheirPaths) {
+  OracleCalls calls;
+  GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kNone, 16);
+  EXPECT_EQ(differential.Evaluate(DecodeShapedCase()).FirstFinding(), nullptr);
+  EXPECT_GT(calls.host, 0);
+  EXPECT_EQ(calls.recipe, 0);
+  EXPECT_EQ(differential.counters().cases_device, 1u);
+  EXPECT_EQ(differential.counters().cases_device_materialized, 0u);
+
+  OracleCalls small_calls;
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kNone));
+  GemmDifferential small(std::move(modules), std::make_unique<MaterializingFakeOracle>(&small_calls));
+  EXPECT_EQ(small.Evaluate(RecipeWeightsCase()).FirstFinding(), nullptr);
+  EXPECT_EQ(small_calls.host + small_calls.recipe, 0);
+  EXPECT_EQ(small.counters().cases_cpu, 1u);
+  EXPECT_EQ(small.counters().cases_device_materialized, 0u);
+}
+
+TEST(DeviceWay, APlantedDefectOfTheDeviceWayIsCaughtBySamplingAsItsOwnFinding) {
+  OracleCalls calls;
+  GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kFlipBit, 4, /*flip=*/true);
+  size_t sampled = 0;
+  for (uint64_t seed = 1; seed <= 64; ++seed) {
+    const FuzzCase c = RecipeWeightsCase(seed);
+    const bool chosen = CpuCheckSampled(c, 4);
+    sampled += chosen;
+    const std::vector<std::string> signatures = Signatures(differential.Evaluate(c));
+    if (chosen) {
+      ASSERT_EQ(signatures.size(), 2u) << seed;
+      EXPECT_EQ(signatures[0], "oracle/device-vs-cpu") << seed;
+      EXPECT_EQ(signatures[1].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[1];
+    } else {
+      EXPECT_TRUE(signatures.empty()) << seed << ": " << signatures.front();
+    }
+  }
+  EXPECT_GT(sampled, 4u);
+  EXPECT_EQ(differential.counters().oracle_disagreements, sampled);
+  EXPECT_EQ(differential.counters().cases_device_materialized, 64u);
+  EXPECT_EQ(calls.host, 0);
+}
+
+// The host skips a case's codes exactly where no CPU check needs them (NeedsHostCodes,
+// DecodeForDifferential), and the verdicts and bits are those of the fully materialized case.
+GemmDifferential Skipping(OracleCalls* calls, Defect defect, int cpu_check_every, bool module_takes_recipe_codes) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(defect, module_takes_recipe_codes));
+  OracleSettings settings;
+  settings.device_above_work = 0;
+  settings.cpu_check_every = cpu_check_every;
+  return GemmDifferential(std::move(modules), std::make_unique<MaterializingFakeOracle>(calls), settings);
+}
+
+std::vector<uint8_t> Encoded(const FuzzCase& c) {
+  absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(c);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>{};
+}
+
+TEST(DeviceWay, TheHostSkipsTheCodesExactlyWhenNoCpuCheckNeedsThem) {
+  OracleCalls calls, full_calls;
+  GemmDifferential skipping = Skipping(&calls, Defect::kNone, 4, true);
+  GemmDifferential full = Skipping(&full_calls, Defect::kNone, 4, true);
+  FuzzCase c, description;
+  MaterializationMemo memo;
+  size_t skipped = 0;
+  for (uint64_t seed = 1; seed <= 64; ++seed) {
+    const std::vector<uint8_t> bytes = Encoded(RecipeWeightsCase(seed));
+    const absl::StatusOr<bool> skip = DecodeForDifferential(bytes, skipping, c, description, &memo);
+    ASSERT_TRUE(skip.ok()) << skip.status();
+    EXPECT_EQ(*skip, !CpuCheckSampled(description, 4)) << seed;
+    EXPECT_EQ(c.packed_codes.empty(), *skip) << seed;
+    EXPECT_EQ(c.activations.size(), size_t(c.rows()) * size_t(c.k));
+    EXPECT_EQ(c.scale_bytes.size(), c.element_count(TensorKind::kScales)) << "scales stay on the host (admission)";
+    skipped += *skip;
+    const absl::StatusOr<FuzzCase> whole = DecodeCase(bytes);
+    ASSERT_TRUE(whole.ok());
+    const CaseEvaluation a = skipping.Evaluate(c), b = full.Evaluate(*whole);
+    EXPECT_EQ(Signatures(a), Signatures(b)) << seed;
+    EXPECT_EQ(a.FirstFinding(), nullptr) << seed;
+    ASSERT_EQ(a.runs.size(), b.runs.size());
+    for (size_t i = 0; i < a.runs.size(); ++i) {
+      EXPECT_EQ(a.runs[i].output, b.runs[i].output) << seed;
+      EXPECT_EQ(a.runs[i].reference, b.runs[i].reference) << seed;
+    }
+  }
+  EXPECT_GT(skipped, 32u);
+  EXPECT_LT(skipped, 64u);
+  EXPECT_EQ(skipping.counters().host_codes_skipped, skipped);
+  EXPECT_EQ(skipping.counters().host_codes_late, 0u) << "a correct kernel needs no late CPU reference";
+  EXPECT_EQ(skipping.counters().cases_cpu_checked, 64u - skipped);
+  EXPECT_EQ(full.counters().host_codes_skipped, 0u);
+  EXPECT_NE(CountersText(skipping.counters()).find("\nhost_codes_skipped " + std::to_string(skipped) + "\n"),
+            std::string::npos);
+}
+
+TEST(DeviceWay, TheCodesStayOnTheHostWhereAnythingElseNeedsThem) {
+  OracleCalls calls;
+  const FuzzCase recipes = RecipeWeightsCase();
+  FuzzCase c, description;
+  // A module that does not take recipe codes (an external one, the builtin kernels for now).
+  EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1000000, false).NeedsHostCodes(recipes));
+  GemmDifferential skipping = Skipping(&calls, Defect::kNone, 1000000, true);
+  EXPECT_EQ(skipping.NeedsHostCodes(recipes), CpuCheckSampled(recipes, 1000000));
+  EXPECT_TRUE(skipping.NeedsHostCodes(DecodeShapedCase())) << "literal bytes";
+  EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1, true).NeedsHostCodes(recipes)) << "every case sampled";
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kNone, true));
+  GemmDifferential small(std::move(modules), std::make_unique<MaterializingFakeOracle>(&calls));
+  EXPECT_TRUE(small.NeedsHostCodes(recipes)) << "a small case is judged on the CPU";
+  const absl::StatusOr<bool> skip = DecodeForDifferential(Encoded(recipes), small, c, description, nullptr);
+  ASSERT_TRUE(skip.ok());
+  EXPECT_FALSE(*skip);
+  EXPECT_EQ(c, recipes);
+}
+
+TEST(DeviceWay, AKernelDisagreeingOnASkippedCaseIsJudgedOnTheCpuReferenceAfterAll) {
+  OracleCalls calls;
+  GemmDifferential differential = Skipping(&calls, Defect::kFlipBit, 1000000, true);
+  uint64_t seed = 1;
+  while (CpuCheckSampled(RecipeWeightsCase(seed), 1000000)) ++seed;
+  FuzzCase c, description;
+  const absl::StatusOr<bool> skip =
+      DecodeForDifferential(Encoded(RecipeWeightsCase(seed)), differential, c, description, nullptr);
+  ASSERT_TRUE(skip.ok());
+  ASSERT_TRUE(*skip);
+  const std::vector<std::string> signatures = Signatures(differential.Evaluate(c));
+  ASSERT_EQ(signatures.size(), 1u);
+  EXPECT_EQ(signatures[0].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[0];
+  EXPECT_EQ(differential.counters().host_codes_late, 1u);
+  EXPECT_EQ(differential.counters().host_codes_skipped, 0u);
+  EXPECT_EQ(differential.counters().cases_cpu_checked, 1u) << "confirmed on the CPU before the kernel is judged";
 }
 
 TEST(DeviceOracle, ShapeClasses) {

@@ -4,7 +4,8 @@
 #   2. fuzz_gpu_test: the fuzz_gemm corpus through the kernels, on the CPU reference and with the
 #      device reference as oracle (every large case also on the CPU: no disagreement)
 #   3. fuzz_gemm_benchmark (uninstrumented, BUILD_DIR): executions per second per worker with the
-#      CPU reference alone (MXDIFF_CPU_CHECK_EVERY=0, the rate before) and with the device oracle (16)
+#      CPU reference alone (MXDIFF_CPU_CHECK_EVERY=0, the rate before) and with the device oracle (16),
+#      then 16 with every case's codes on the host (MXDIFF_BENCH_HOST_CODES=1: without the device way)
 #   4. with MXDIFF_FUZZ_BUILD_DIR (a -DMXDIFF_FUZZING=ON build holding fuzz/fuzz_gemm): `campaign --targets fuzz_gemm` for MXDIFF_FUZZ_TIME seconds (default 600)
 #      with MXDIFF_WORKERS_PER_GPU workers per GPU (default 4), corpus/ left as it is; its report
 #      ends with what was compared and the executions per 30 s interval.
@@ -52,7 +53,11 @@ for every in 0 16; do
   step "benchmark cpu-check-every $every" "$out/fuzz_gemm_benchmark.log" 300 \
     env MXDIFF_CPU_CHECK_EVERY=$every "$build/tests/fuzz/fuzz_gemm_benchmark"
 done
-grep -E "^(small|w13)[a-z_0-9]*/|oracle:" "$out/fuzz_gemm_benchmark.log" | tee -a "$summary"
+# The same with every case's codes materialized on the host (the host path before the device way).
+step "benchmark 16, host codes" "$out/fuzz_gemm_benchmark.log" 300 \
+  env MXDIFF_CPU_CHECK_EVERY=16 MXDIFF_BENCH_HOST_CODES=1 "$build/tests/fuzz/fuzz_gemm_benchmark"
+grep -E "^(small|w13)[a-z_0-9]*/|oracle:|codes:|^device_materialized|^host_codes" "$out/fuzz_gemm_benchmark.log" |
+  tee -a "$summary"
 if [ -n "$fuzz_build" ]; then
   time_s=${MXDIFF_FUZZ_TIME:-600}
   step "campaign fuzz_gemm ${time_s} s" "$out/campaign.log" $((time_s + 300)) tools/campaign/campaign \

@@ -1,0 +1,38 @@
+// A case's codes and scales materialized on the device from their recipes
+// (fuzz/formats/tensor_recipe_device.h), shared by fuzz_gemm's device reference and the builtin
+// kernel modules of the process: one materialization per case's weights, kept while the next case
+// has the same shape and recipes, and the same device buffers handed to both. Built only with CUDA.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "fuzz/formats/case_format.h"
+#include "reference/device/device_reference.h"
+
+namespace mxdiff::fuzz {
+
+class DeviceRecipeWeights {
+ public:
+  // The case's codes and scales (both from recipes) on the current device, materialized unless
+  // they are there already. InvalidArgument where they are not recipes; the errors of
+  // MaterializeOnDevice and DeviceWeights::Reserve otherwise (ResourceExhausted out of memory).
+  absl::StatusOr<const DeviceWeights*> Of(const FuzzCase& fuzz_case);
+  // Materializations since the start (a test counts that both users share one).
+  size_t materializations() const { return materializations_; }
+  // The next Of materializes again (a fresh state for a finding's confirmation).
+  void Forget() { valid_ = false; }
+
+ private:
+  DeviceWeights weights_;
+  bool valid_ = false;  // weights_ holds the weights below
+  int groups_ = 0, n_ = 0, k_ = 0;
+  std::optional<TensorRecipe> codes_recipe_, scales_recipe_;
+  size_t materializations_ = 0;
+};
+
+// The process's one instance (fuzz_gemm's oracle and kernel modules, repro, the GPU tests).
+std::shared_ptr<DeviceRecipeWeights> SharedDeviceRecipeWeights();
+
+}  // namespace mxdiff::fuzz
