@@ -28,7 +28,7 @@ def validate(value, schema, where="report.json"):
     """The JSON Schema keywords report.schema.json uses (type, const, enum, required, properties,
     additionalProperties, items); a list of problems."""
     problems = []
-    types = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float)}
+    types = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
     kind = schema.get("type")
     if kind and (not isinstance(value, types[kind]) or (kind in ("integer", "number") and isinstance(value, bool))):
         return [f"{where}: {value!r} is not {kind}"]
@@ -130,7 +130,7 @@ class Test:
                     steps["real-weights"]["details"])
         figure = os.path.exists(os.path.join(out, "audit_histograms.png"))
         self.expect("clean: a figure or a note why not",
-                    figure == (report["figures"] == ["audit_histograms.png"]) and
+                    figure == ("audit_histograms.png" in report["figures"]) and
                     (figure or any(n.startswith("no figure: ") for n in report["notes"])), report["notes"])
         self.expect("clean: nothing partial left", not [f for f in os.listdir(out) if "partial" in f], os.listdir(out))
         configured = os.path.join(self.tmp, "configured")  # the model's top-k from config.json beside the checkpoint
