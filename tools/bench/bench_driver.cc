@@ -16,6 +16,7 @@
 #include "tools/bench/layer_bench.h"
 #include "tools/bench/naive_protocol.h"
 #include "tools/bench/nvml_monitor.h"
+#include "tools/bench/paired_steps.h"
 
 namespace mxdiff::bench {
 namespace {
@@ -162,14 +163,7 @@ class ShapeBench {
       return;
     }
     e.result = *std::move(result);
-    Log(fmt::format("{}: {} {}: {} rounds ({} throttled), stop {}, {:.1f} s{}", name_, ProtocolName(e.protocol),
-                    PatternName(e.pattern), e.result.rounds_run, e.result.rounds_discarded,
-                    StopReasonName(e.result.stop), e.result.seconds,
-                    e.has_analysis() ? fmt::format(", B-A {:+.3f} us [{:+.3f}, {:+.3f}]",
-                                                   e.result.analysis.difference.estimate,
-                                                   e.result.analysis.difference.ci.low,
-                                                   e.result.analysis.difference.ci.high)
-                                     : std::string()));
+    Log(TimedSummary(name_, e));
   }
 
   // Compares the outputs both graphs left after timing (the same set, when they end on one).
@@ -214,35 +208,9 @@ class ShapeBench {
       return e;
     }
     // Every first use, and the bit check, before anything is timed.
-    e.bits_equal = true;
-    for (int s = 0; s < sets_->count() && e.bits_equal; ++s) {
-      absl::StatusOr<std::vector<uint16_t>> ra = (*a)->RunSet(s);
-      absl::StatusOr<std::vector<uint16_t>> rb = ra.ok() ? (*b)->RunSet(s) : ra.status();
-      if (!rb.ok()) {
-        e.error = std::string(rb.status().message());
-        return e;
-      }
-      if (std::string difference = DescribeBitDifference(*ra, *rb, sets_->n()); !difference.empty()) {
-        e.bits_equal = false;
-        e.bits_detail = fmt::format("set {}: {}", s, difference);
-      }
-    }
-    e.bits_checked = true;
-    e.a.route = (*a)->route();
-    e.b.route = (*b)->route();
-    if (!e.bits_equal) {
-      e.error = "outputs differ: not timed (no speed claim comes with a bit change)";
+    if (!CheckBitsBeforeTiming(e, **a, **b, sets_->count(), sets_->n(), "set", "outputs") ||
+        !WarmUpAndPrepare(e, **a, **b, config_.warmup_passes, kCaptureThreadLocal, b_first)) {
       return e;
-    }
-    BenchArm* order[2] = {a->get(), b->get()};
-    if (b_first) std::swap(order[0], order[1]);
-    for (BenchArm* arm : order) {
-      absl::Status status = arm->WarmUp(config_.warmup_passes);
-      if (status.ok()) status = arm->PrepareTiming(kCaptureThreadLocal, /*launch_once=*/true);
-      if (!status.ok()) {
-        e.error = std::string(status.message());
-        return e;
-      }
     }
     Timed(e, **a, **b);
     if (e.error.empty()) CheckLastOutputs(e, **a, **b, sets_->n(), /*is_error=*/true);

@@ -15,6 +15,7 @@
 #include "tools/bench/device_arms.h"
 #include "tools/bench/naive_protocol.h"
 #include "tools/bench/nvml_monitor.h"
+#include "tools/bench/paired_steps.h"
 
 namespace mxdiff::bench {
 namespace {
@@ -293,12 +294,7 @@ void LayerBench::Timed(ExperimentReport& e, BenchArm& a, BenchArm& b) const {
     return;
   }
   e.result = *std::move(result);
-  Log(fmt::format("{}: {} {}: {} rounds ({} throttled), stop {}, {:.1f} s{}", spec_.name, ProtocolName(e.protocol),
-                  PatternName(e.pattern), e.result.rounds_run, e.result.rounds_discarded, StopReasonName(e.result.stop),
-                  e.result.seconds,
-                  e.has_analysis() ? fmt::format(", B-A {:+.3f} us [{:+.3f}, {:+.3f}]", e.result.analysis.difference.estimate,
-                                                 e.result.analysis.difference.ci.low, e.result.analysis.difference.ci.high)
-                                   : std::string()));
+  Log(TimedSummary(spec_.name, e));
 }
 
 void LayerBench::CheckLastOutputs(ExperimentReport& e, BenchArm& a, BenchArm& b, int n, bool is_error) {
@@ -341,35 +337,9 @@ ExperimentReport LayerBench::Paired(Protocol protocol, const ArmSpec& sa, const 
     e.error = std::string((b.status().message()));
     return e;
   }
-  e.bits_equal = true;
-  for (int s = 0; s < int(routings_.size()) && e.bits_equal; ++s) {
-    absl::StatusOr<std::vector<uint16_t>> ra = (*a)->RunSet(s);
-    absl::StatusOr<std::vector<uint16_t>> rb = ra.ok() ? (*b)->RunSet(s) : ra.status();
-    if (!rb.ok()) {
-      e.error = std::string((rb.status().message()));
-      return e;
-    }
-    if (std::string difference = DescribeBitDifference(*ra, *rb, spec_.shape.hidden); !difference.empty()) {
-      e.bits_equal = false;
-      e.bits_detail = fmt::format("routing {}: {}", s, difference);
-    }
-  }
-  e.bits_checked = true;
-  e.a.route = (*a)->route();
-  e.b.route = (*b)->route();
-  if (!e.bits_equal) {
-    e.error = "layer outputs differ: not timed (no speed claim comes with a bit change)";
+  if (!CheckBitsBeforeTiming(e, **a, **b, int(routings_.size()), spec_.shape.hidden, "routing", "layer outputs") ||
+      !WarmUpAndPrepare(e, **a, **b, config_.warmup_passes, kCaptureThreadLocal, b_first)) {
     return e;
-  }
-  BenchArm* order[2] = {a->get(), b->get()};
-  if (b_first) std::swap(order[0], order[1]);
-  for (BenchArm* arm : order) {
-    absl::Status status = arm->WarmUp(config_.warmup_passes);
-    if (status.ok()) status = arm->PrepareTiming(kCaptureThreadLocal, /*launch_once=*/true);
-    if (!status.ok()) {
-      e.error = std::string(status.message());
-      return e;
-    }
   }
   Timed(e, **a, **b);
   if (e.error.empty()) CheckLastOutputs(e, **a, **b, spec_.shape.hidden, /*is_error=*/true);

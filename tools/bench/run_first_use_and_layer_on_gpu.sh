@@ -22,17 +22,16 @@ out=${OUT:-bench-out}
 budget=${BUDGET_S:-3}
 seed=${SEED:-20261205}
 mkdir -p "$out"
-export LD_LIBRARY_PATH="$dir/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export MXDIFF_EXAMPLE_KERNEL="$dir/libmxdiff_example_kernel.so"
+# shellcheck source=tools/bench/gpu_common.sh
+source "$(dirname "$0")/gpu_common.sh"
+bench_env "$dir"
 {
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
-    --format=csv,noheader 2>&1
-  timeout 120 "$dir/bench_cpu_test" --gtest_brief=1 2>&1 | tail -4
+  gpu_line
+  bench_cpu_tests "$dir"
   if [ -x "$dir/kernels_cpu_test" ]; then
     timeout 60 "$dir/kernels_cpu_test" --gtest_brief=1 --gtest_filter='*FirstUse*' 2>&1 | tail -3
   fi
-  timeout 420 "$dir/bench_gpu_test" 2>&1 |
-    grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED|RUN) *\]|Failure|error|Expected|Which|actual' | head -80
+  bench_gpu_tests "$dir" 420 80
 } >"$out/tests.log" 2>&1
 cat "$out/tests.log"
 common=(--naive --budget_s="$budget" --min_rounds=30 --target_pct=0.05 --bench_seed="$seed")

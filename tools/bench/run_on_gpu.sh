@@ -12,13 +12,13 @@ dir=${1:?usage: $0 DIR [BENCH FLAGS...]}
 shift
 out=${OUT:-bench-out}
 mkdir -p "$out"
-export LD_LIBRARY_PATH="$dir/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export MXDIFF_EXAMPLE_KERNEL="$dir/libmxdiff_example_kernel.so"
+# shellcheck source=tools/bench/gpu_common.sh
+source "$(dirname "$0")/gpu_common.sh"
+bench_env "$dir"
 {
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
-    --format=csv,noheader 2>&1
-  timeout 120 "$dir/bench_cpu_test" --gtest_brief=1 2>&1 | tail -4
-  timeout 180 "$dir/bench_gpu_test" 2>&1 | grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED|RUN) *\]|Failure|error|Expected|Which|actual' | head -60
+  gpu_line
+  bench_cpu_tests "$dir"
+  bench_gpu_tests "$dir" 180 60
 } >"$out/tests.log" 2>&1
 cat "$out/tests.log"
 "$dir/mxdiff" bench --json="$out/bench.json" --csv="$out/bench.csv" "$@" 2>&1 | tee "$out/bench.log"

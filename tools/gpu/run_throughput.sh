@@ -29,18 +29,9 @@ summary=$out/summary.txt
 : >"$summary"
 failed=0
 
-note() { echo "$*" | tee -a "$summary"; }
-step() {  # step NAME LOG TIMEOUT_S COMMAND...
-  local name=$1 log=$2 limit=$3
-  shift 3
-  local start=$SECONDS
-  echo "=== $name: $*" >>"$log"
-  timeout "$limit" "$@" >>"$log" 2>&1
-  local rc=$?
-  ((rc == 0)) || failed=1
-  note "$(printf '%-28s rc %-3s %4ss' "$name" "$rc" $((SECONDS - start)))"
-  return $rc
-}
+step_width=28
+# shellcheck source=tools/gpu/steps.sh
+source "$(dirname "$0")/steps.sh"
 
 note "issue 19 throughput: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)," \
   "MXDIFF_SEED=$MXDIFF_SEED"
