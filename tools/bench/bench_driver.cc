@@ -33,10 +33,6 @@ absl::StatusOr<std::unique_ptr<GemmRunner>> CreateRunner(int device, FirstUse mo
   return std::unique_ptr<GemmRunner>(*std::move(runner));
 }
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 class Stream {
  public:
   ~Stream() {
@@ -132,15 +128,6 @@ class ShapeBench {
     if (config_.log) config_.log(line);
   }
 
-  ExperimentConfig TimingConfig(Pattern pattern, uint64_t seed) const {
-    return ExperimentConfig{.pattern = pattern,
-                            .stopping = config_.stopping,
-                            .check_resamples = config_.check_resamples,
-                            .resamples = config_.resamples,
-                            .confidence = config_.confidence,
-                            .seed = seed};
-  }
-
   absl::StatusOr<std::unique_ptr<BenchArm>> MakeArm(const ArmSpec& spec, const LayerSets& sets,
                                                     std::string label) const {
     if (spec.kind == ArmKind::kExternal) {
@@ -156,43 +143,14 @@ class ShapeBench {
   }
 
   void Timed(ExperimentReport& e, BenchArm& a, BenchArm& b) const {
-    absl::StatusOr<ExperimentResult> result =
-        RunExperiment(a, b, monitor_, TimingConfig(e.pattern, e.seed), NowSeconds);
-    if (!result.ok()) {
-      e.error = std::string(result.status().message());
-      return;
-    }
-    e.result = *std::move(result);
-    Log(TimedSummary(name_, e));
-  }
-
-  // Compares the outputs both graphs left after timing (the same set, when they end on one).
-  static void CheckLastOutputs(ExperimentReport& e, BenchArm& a, BenchArm& b, int n, bool is_error) {
-    if (a.last_set() != b.last_set()) return;
-    absl::StatusOr<std::vector<uint16_t>> la = a.LastOutput();
-    absl::StatusOr<std::vector<uint16_t>> lb = b.LastOutput();
-    if (!la.ok() || !lb.ok()) {
-      e.error = std::string((!la.ok() ? la.status() : lb.status()).message());
-      return;
-    }
-    e.bits_checked = true;
-    std::string difference = DescribeBitDifference(*la, *lb, n);
-    if (difference.empty()) difference = DescribeUnwritten(*la, n);
-    if (difference.empty()) return;
-    e.bits_equal = false;
-    e.bits_detail = fmt::format("after timing, set {}: {}", a.last_set(), difference);
-    if (is_error) e.error = "outputs differ after timing: no speed claim";
+    TimePair(e, a, b, monitor_, TimingConfig(config_, e.pattern, e.seed));
+    if (e.error.empty()) Log(TimedSummary(name_, e));
   }
 
   ExperimentReport Paired(Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern, bool b_first,
                           uint64_t seed) {
-    ExperimentReport e;
-    e.protocol = protocol;
-    e.pattern = pattern;
-    e.seed = seed;
+    ExperimentReport e = PairedReport(protocol, pattern, seed, sa, sb);
     const bool same = protocol == Protocol::kSameArm;
-    e.a.label = sa.Label();
-    e.b.label = same ? sb.Label() + "'" : sb.Label();
     e.method = fmt::format(
         "{}pinned {}; both arms ran all {} sets once (first use) and were compared bit for bit before timing; {} "
         "warmed ({} passes) and captured first, then {}; {} calls per replay over {} rotating sets; {}",
@@ -213,7 +171,7 @@ class ShapeBench {
       return e;
     }
     Timed(e, **a, **b);
-    if (e.error.empty()) CheckLastOutputs(e, **a, **b, sets_->n(), /*is_error=*/true);
+    if (e.error.empty()) CheckLastOutputs(e, **a, **b, sets_->n(), "set", "outputs", /*check_unwritten=*/true, /*is_error=*/true);
     return e;
   }
 
@@ -307,7 +265,7 @@ class ShapeBench {
         sets_->set_bytes() * 1e-6, calls_);
     Timed(e, **a, **b);
     e.bits_equal = true;  // until the comparison after timing says otherwise
-    if (e.error.empty()) CheckLastOutputs(e, **a, **b, sets_->n(), /*is_error=*/false);
+    if (e.error.empty()) CheckLastOutputs(e, **a, **b, sets_->n(), "set", "outputs", /*check_unwritten=*/true, /*is_error=*/false);
     return e;
   }
 
@@ -324,6 +282,15 @@ class ShapeBench {
 };
 
 }  // namespace
+
+ExperimentConfig TimingConfig(const BenchConfig& config, Pattern pattern, uint64_t seed) {
+  return ExperimentConfig{.pattern = pattern,
+                          .stopping = config.stopping,
+                          .check_resamples = config.check_resamples,
+                          .resamples = config.resamples,
+                          .confidence = config.confidence,
+                          .seed = seed};
+}
 
 absl::StatusOr<BenchReport> RunBench(const BenchConfig& config) {
   // --first_use=tune: the sound protocol runs on a tune-on-first-use runner too; it pins its

@@ -66,6 +66,9 @@ struct BenchConfig {
   std::function<void(const std::string&)> log;  // progress lines; may be empty
 };
 
+// The experiment settings (stopping rule, resamples, confidence) of `config` for one pattern and seed.
+ExperimentConfig TimingConfig(const BenchConfig& config, Pattern pattern, uint64_t seed);
+
 // Unavailable where no GPU exists; other errors for a setup that cannot run at all (a sticky
 // device error). A shape or protocol that fails is reported in the report, not here.
 absl::StatusOr<BenchReport> RunBench(const BenchConfig& config);

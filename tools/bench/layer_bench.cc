@@ -23,10 +23,6 @@ namespace {
 constexpr int kCaptureThreadLocal = int(cudaStreamCaptureModeThreadLocal);
 constexpr int kWeightChunk = 16;  // experts written per WriteWeights call
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 struct LayerInputs {
   std::vector<uint16_t> activations;  // tokens x hidden
   std::vector<int32_t> expert_ids;    // tokens x top_k, distinct per token
@@ -265,7 +261,6 @@ class LayerBench {
   }
 
   void Timed(ExperimentReport& e, BenchArm& a, BenchArm& b) const;
-  static void CheckLastOutputs(ExperimentReport& e, BenchArm& a, BenchArm& b, int n, bool is_error);
   ExperimentReport Paired(Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern, bool b_first,
                           uint64_t seed);
   ExperimentReport Naive(uint64_t seed);
@@ -282,46 +277,14 @@ class LayerBench {
 };
 
 void LayerBench::Timed(ExperimentReport& e, BenchArm& a, BenchArm& b) const {
-  const ExperimentConfig timing{.pattern = e.pattern,
-                                .stopping = config_.stopping,
-                                .check_resamples = config_.check_resamples,
-                                .resamples = config_.resamples,
-                                .confidence = config_.confidence,
-                                .seed = e.seed};
-  absl::StatusOr<ExperimentResult> result = RunExperiment(a, b, monitor_, timing, NowSeconds);
-  if (!result.ok()) {
-    e.error = std::string((result.status().message()));
-    return;
-  }
-  e.result = *std::move(result);
-  Log(TimedSummary(spec_.name, e));
-}
-
-void LayerBench::CheckLastOutputs(ExperimentReport& e, BenchArm& a, BenchArm& b, int n, bool is_error) {
-  if (a.last_set() != b.last_set()) return;
-  absl::StatusOr<std::vector<uint16_t>> la = a.LastOutput();
-  absl::StatusOr<std::vector<uint16_t>> lb = la.ok() ? b.LastOutput() : la.status();
-  if (!lb.ok()) {
-    e.error = std::string((lb.status().message()));
-    return;
-  }
-  e.bits_checked = true;
-  const std::string difference = DescribeBitDifference(*la, *lb, n);
-  if (difference.empty()) return;
-  e.bits_equal = false;
-  e.bits_detail = fmt::format("after timing, routing {}: {}", a.last_set(), difference);
-  if (is_error) e.error = "layer outputs differ after timing: no speed claim";
+  TimePair(e, a, b, monitor_, TimingConfig(config_, e.pattern, e.seed));
+  if (e.error.empty()) Log(TimedSummary(spec_.name, e));
 }
 
 ExperimentReport LayerBench::Paired(Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern,
                                     bool b_first, uint64_t seed) {
-  ExperimentReport e;
-  e.protocol = protocol;
-  e.pattern = pattern;
-  e.seed = seed;
+  ExperimentReport e = PairedReport(protocol, pattern, seed, sa, sb);
   const bool same = protocol == Protocol::kSameArm;
-  e.a.label = sa.Label();
-  e.b.label = same ? sb.Label() + "'" : sb.Label();
   e.method = fmt::format(
       "{}each arm its own layer; W13 {} and W2 {} pinned; both arms ran all {} routings once (first use) and their "
       "layer outputs were compared bit for bit; {} warmed ({} passes) and captured first; one layer call per replay, "
@@ -342,7 +305,8 @@ ExperimentReport LayerBench::Paired(Protocol protocol, const ArmSpec& sa, const 
     return e;
   }
   Timed(e, **a, **b);
-  if (e.error.empty()) CheckLastOutputs(e, **a, **b, spec_.shape.hidden, /*is_error=*/true);
+  if (e.error.empty()) CheckLastOutputs(e, **a, **b, spec_.shape.hidden, "routing", "layer outputs",
+                                        /*check_unwritten=*/false, /*is_error=*/true);
   return e;
 }
 
@@ -401,7 +365,8 @@ ExperimentReport LayerBench::Naive(uint64_t seed) {
       FirstUseName(config_.first_use), e.a.route, prepared->tuning, shared ? "on the same runner" : "on the tuned runner");
   Timed(e, **a, **b);
   e.bits_equal = true;
-  if (e.error.empty()) CheckLastOutputs(e, **a, **b, spec_.shape.hidden, /*is_error=*/false);
+  if (e.error.empty()) CheckLastOutputs(e, **a, **b, spec_.shape.hidden, "routing", "layer outputs",
+                                        /*check_unwritten=*/false, /*is_error=*/false);
   return e;
 }
 

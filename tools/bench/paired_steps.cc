@@ -1,5 +1,6 @@
 #include "tools/bench/paired_steps.h"
 
+#include <chrono>
 #include <utility>
 #include <vector>
 
@@ -7,6 +8,16 @@
 #include "tools/bench/bit_compare.h"
 
 namespace mxdiff::bench {
+
+ExperimentReport PairedReport(Protocol protocol, Pattern pattern, uint64_t seed, const ArmSpec& sa, const ArmSpec& sb) {
+  ExperimentReport e;
+  e.protocol = protocol;
+  e.pattern = pattern;
+  e.seed = seed;
+  e.a.label = sa.Label();
+  e.b.label = protocol == Protocol::kSameArm ? sb.Label() + "'" : sb.Label();
+  return e;
+}
 
 bool CheckBitsBeforeTiming(ExperimentReport& e, BenchArm& a, BenchArm& b, int sets, int n, std::string_view unit,
                            std::string_view what) {
@@ -45,6 +56,36 @@ bool WarmUpAndPrepare(ExperimentReport& e, BenchArm& a, BenchArm& b, int warmup_
     }
   }
   return true;
+}
+
+void TimePair(ExperimentReport& e, BenchArm& a, BenchArm& b, ClockMonitor* monitor, const ExperimentConfig& timing) {
+  const auto now = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  absl::StatusOr<ExperimentResult> result = RunExperiment(a, b, monitor, timing, now);
+  if (!result.ok()) {
+    e.error = std::string(result.status().message());
+    return;
+  }
+  e.result = *std::move(result);
+}
+
+void CheckLastOutputs(ExperimentReport& e, BenchArm& a, BenchArm& b, int n, std::string_view unit,
+                      std::string_view what, bool check_unwritten, bool is_error) {
+  if (a.last_set() != b.last_set()) return;
+  absl::StatusOr<std::vector<uint16_t>> la = a.LastOutput();
+  absl::StatusOr<std::vector<uint16_t>> lb = la.ok() ? b.LastOutput() : la.status();
+  if (!lb.ok()) {
+    e.error = std::string(lb.status().message());
+    return;
+  }
+  e.bits_checked = true;
+  std::string difference = DescribeBitDifference(*la, *lb, n);
+  if (difference.empty() && check_unwritten) difference = DescribeUnwritten(*la, n);
+  if (difference.empty()) return;
+  e.bits_equal = false;
+  e.bits_detail = fmt::format("after timing, {} {}: {}", unit, a.last_set(), difference);
+  if (is_error) e.error = fmt::format("{} differ after timing: no speed claim", what);
 }
 
 std::string TimedSummary(std::string_view name, const ExperimentReport& e) {

@@ -28,10 +28,11 @@ class RecordingArm final : public BenchArm {
     log_.push_back(label_ + " capture " + std::to_string(capture_mode));
     return fail_capture ? absl::InternalError("no graph") : absl::OkStatus();
   }
-  absl::StatusOr<std::vector<uint16_t>> LastOutput() override { return std::vector<uint16_t>(4, 0); }
+  absl::StatusOr<std::vector<uint16_t>> LastOutput() override { return last_output; }
   int last_set() const override { return 0; }
   absl::StatusOr<ReplayTime> TimeReplay() override { return absl::UnimplementedError("untimed"); }
   bool fail_capture = false;
+  std::vector<uint16_t> last_output = std::vector<uint16_t>(4, 0);
 
  private:
   std::string label_;
@@ -74,6 +75,21 @@ TEST(PairedSteps, WarmUpAndCaptureInTheExperimentsOrder) {
   EXPECT_FALSE(WarmUpAndPrepare(e, a, b, 2, 1, /*b_first=*/false));
   EXPECT_EQ(log, (std::vector<std::string>{"A warm 2", "A capture 1", "B warm 2", "B capture 1"}));
   EXPECT_EQ(e.error, "no graph");
+}
+
+TEST(PairedSteps, LastOutputsComparedAfterTiming) {
+  std::vector<std::string> log;
+  RecordingArm a("A", log, 0), b("B", log, 0);
+  ExperimentReport e = PairedReport(Protocol::kSameArm, Pattern::kAbba, 3, ArmSpec{}, ArmSpec{});
+  EXPECT_EQ(e.b.label, e.a.label + "'");
+  e.bits_equal = true;
+  CheckLastOutputs(e, a, b, 2, "routing", "layer outputs", /*check_unwritten=*/false, /*is_error=*/false);
+  EXPECT_TRUE(e.bits_checked && e.bits_equal && e.error.empty());
+  b.last_output[3] = 1;
+  CheckLastOutputs(e, a, b, 2, "routing", "layer outputs", /*check_unwritten=*/false, /*is_error=*/true);
+  EXPECT_FALSE(e.bits_equal);
+  EXPECT_EQ(e.bits_detail.rfind("after timing, routing 0: ", 0), 0u) << e.bits_detail;
+  EXPECT_EQ(e.error, "layer outputs differ after timing: no speed claim");
 }
 
 }  // namespace
