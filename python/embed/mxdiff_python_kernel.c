@@ -126,33 +126,100 @@ static PyObject* view(const void* data, size_t bytes, const char* dtype, PyObjec
 
 __attribute__((visibility("default"))) const mxdiff_kernel* mxdiff_kernel_entry(void);
 
-static int run(const mxdiff_problem* p, uint16_t* output, char* message, size_t message_size) {
-  if (!Py_IsInitialized()) {
-    /* As if MXDIFF_PYTHON_EXECUTABLE (default: the python this library was built for) ran: its
-     * standard library, its site-packages, its virtual environment (pyvenv.cfg). */
-    /* The loader opened this library (and libpython with it) RTLD_LOCAL: extension modules,
-     * which expect libpython's symbols to be global, would not load. Promote it. */
-    Dl_info info;
-    if (dladdr((void*)&Py_InitializeFromConfig, &info) != 0 && info.dli_fname != NULL) {
-      dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD | RTLD_NODELETE);
-    }
-    /* Python and the watchdog thread outlive the loader's dlclose: keep this library mapped. */
-    if (dladdr((void*)&mxdiff_kernel_entry, &info) != 0 && info.dli_fname != NULL) {
-      dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-    }
-    PyConfig config;
-    PyConfig_InitPythonConfig(&config);
-    config.install_signal_handlers = 0; /* the signals are libFuzzer's */
-    const char* executable = getenv("MXDIFF_PYTHON_EXECUTABLE");
-    PyConfig_SetBytesString(&config, &config.program_name, executable ? executable : MXDIFF_PYTHON_BUILD_EXECUTABLE);
-    const PyStatus status = Py_InitializeFromConfig(&config);
-    PyConfig_Clear(&config);
-    if (PyStatus_Exception(status)) {
-      snprintf(message, message_size, "python/init: %s", status.err_msg ? status.err_msg : "cannot start Python");
-      return MXDIFF_KERNEL_FAILED;
-    }
-    g_saved = PyEval_SaveThread();
+/* Starts the embedded Python once, as if MXDIFF_PYTHON_EXECUTABLE (default: the python this
+ * library was built for) ran: its standard library, its site-packages, its virtual environment
+ * (pyvenv.cfg). 0, or -1 with the reason in message. */
+static int start_python(char* message, size_t message_size) {
+  if (Py_IsInitialized()) return 0;
+  /* The loader opened this library (and libpython with it) RTLD_LOCAL: extension modules,
+   * which expect libpython's symbols to be global, would not load. Promote it. */
+  Dl_info info;
+  if (dladdr((void*)&Py_InitializeFromConfig, &info) != 0 && info.dli_fname != NULL) {
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD | RTLD_NODELETE);
   }
+  /* Python and the watchdog thread outlive the loader's dlclose: keep this library mapped. */
+  if (dladdr((void*)&mxdiff_kernel_entry, &info) != 0 && info.dli_fname != NULL) {
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.install_signal_handlers = 0; /* the signals are libFuzzer's */
+  const char* executable = getenv("MXDIFF_PYTHON_EXECUTABLE");
+  PyConfig_SetBytesString(&config, &config.program_name, executable ? executable : MXDIFF_PYTHON_BUILD_EXECUTABLE);
+  const PyStatus status = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(status)) {
+    snprintf(message, message_size, "python/init: %s", status.err_msg ? status.err_msg : "cannot start Python");
+    return -1;
+  }
+  g_saved = PyEval_SaveThread();
+  return 0;
+}
+
+/* Calls mxdiff.embed.run_case under the watchdog's deadline. With the GIL held. */
+static PyObject* call_with_deadline(const mxdiff_problem* p, PyObject* a, PyObject* codes, PyObject* scales,
+                                    PyObject* offsets) {
+  pthread_mutex_lock(&g_mutex);
+  ++g_call_id;
+  g_call_active = 1;
+  clock_gettime(CLOCK_REALTIME, &g_deadline);
+  g_deadline.tv_sec += (time_t)g_timeout_s;
+  g_deadline.tv_nsec += (long)((g_timeout_s - (double)(time_t)g_timeout_s) * 1e9);
+  if (g_deadline.tv_nsec >= 1000000000L) {
+    g_deadline.tv_sec += 1;
+    g_deadline.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_broadcast(&g_cond);
+  pthread_mutex_unlock(&g_mutex);
+  PyObject* result = PyObject_CallFunction(g_run_case, "OOOOiiii", a, codes, scales, offsets, p->transform,
+                                           p->step_model, p->cta_k, p->splits);
+  pthread_mutex_lock(&g_mutex);
+  g_call_active = 0;
+  pthread_cond_broadcast(&g_cond);
+  pthread_mutex_unlock(&g_mutex);
+  return result;
+}
+
+/* run_case's (status, payload) into the output (`bytes` of fp16 bits) or the failure message. */
+static int take_result(PyObject* result, uint16_t* output, size_t bytes, char* message, size_t message_size) {
+  long status = -1;
+  PyObject* payload = NULL;
+  if (result && PyTuple_Check(result) && PyTuple_Size(result) == 2) {
+    status = PyLong_AsLong(PyTuple_GetItem(result, 0));
+    payload = PyTuple_GetItem(result, 1);
+  }
+  if (status == 0) {
+    int code = MXDIFF_KERNEL_FAILED;
+    Py_buffer buffer;
+    if (PyObject_GetBuffer(payload, &buffer, PyBUF_C_CONTIGUOUS) == 0) {
+      if ((size_t)buffer.len == bytes) {
+        memcpy(output, buffer.buf, bytes);
+        code = MXDIFF_KERNEL_OK;
+      } else {
+        snprintf(message, message_size, "python/shape: %zd bytes for %zu outputs", buffer.len, bytes / 2);
+      }
+      PyBuffer_Release(&buffer);
+    } else {
+      python_error_text(message, message_size);
+    }
+    return code;
+  }
+  if (status > 0 && payload && PyUnicode_Check(payload)) {
+    snprintf(message, message_size, "%s", PyUnicode_AsUTF8(payload));
+  } else {
+    char why[300];
+    if (PyErr_Occurred()) {
+      python_error_text(why, sizeof why);
+    } else {
+      snprintf(why, sizeof why, "mxdiff.embed.run_case returned no (status, payload)");
+    }
+    snprintf(message, message_size, "python/harness: %s", why);
+  }
+  return MXDIFF_KERNEL_FAILED;
+}
+
+static int run(const mxdiff_problem* p, uint16_t* output, char* message, size_t message_size) {
+  if (start_python(message, message_size) != 0) return MXDIFF_KERNEL_FAILED;
   PyGILState_STATE gil = PyGILState_Ensure();
   if (!g_init_done) {
     g_init_done = 1;
@@ -171,58 +238,8 @@ static int run(const mxdiff_problem* p, uint16_t* output, char* message, size_t 
   PyObject* scales = view(p->scale_bytes, g * n * k / 32, "uint8",
                           Py_BuildValue("(nnn)", (Py_ssize_t)g, (Py_ssize_t)n, (Py_ssize_t)(k / 32)));
   PyObject* offsets = view(p->row_offsets, (g + 1) * 4, "int32", Py_BuildValue("(n)", (Py_ssize_t)(g + 1)));
-  int code = MXDIFF_KERNEL_FAILED;
-  PyObject* result = NULL;
-  if (a && codes && scales && offsets) {
-    pthread_mutex_lock(&g_mutex);
-    ++g_call_id;
-    g_call_active = 1;
-    clock_gettime(CLOCK_REALTIME, &g_deadline);
-    g_deadline.tv_sec += (time_t)g_timeout_s;
-    g_deadline.tv_nsec += (long)((g_timeout_s - (double)(time_t)g_timeout_s) * 1e9);
-    if (g_deadline.tv_nsec >= 1000000000L) {
-      g_deadline.tv_sec += 1;
-      g_deadline.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_broadcast(&g_cond);
-    pthread_mutex_unlock(&g_mutex);
-    result = PyObject_CallFunction(g_run_case, "OOOOiiii", a, codes, scales, offsets, p->transform, p->step_model,
-                                   p->cta_k, p->splits);
-    pthread_mutex_lock(&g_mutex);
-    g_call_active = 0;
-    pthread_cond_broadcast(&g_cond);
-    pthread_mutex_unlock(&g_mutex);
-  }
-  long status = -1;
-  PyObject* payload = NULL;
-  if (result && PyTuple_Check(result) && PyTuple_Size(result) == 2) {
-    status = PyLong_AsLong(PyTuple_GetItem(result, 0));
-    payload = PyTuple_GetItem(result, 1);
-  }
-  if (status == 0) {
-    Py_buffer buffer;
-    if (PyObject_GetBuffer(payload, &buffer, PyBUF_C_CONTIGUOUS) == 0) {
-      if ((size_t)buffer.len == rows * n * 2) {
-        memcpy(output, buffer.buf, rows * n * 2);
-        code = MXDIFF_KERNEL_OK;
-      } else {
-        snprintf(message, message_size, "python/shape: %zd bytes for %zu outputs", buffer.len, rows * n);
-      }
-      PyBuffer_Release(&buffer);
-    } else {
-      python_error_text(message, message_size);
-    }
-  } else if (status > 0 && payload && PyUnicode_Check(payload)) {
-    snprintf(message, message_size, "%s", PyUnicode_AsUTF8(payload));
-  } else {
-    char why[300];
-    if (PyErr_Occurred()) {
-      python_error_text(why, sizeof why);
-    } else {
-      snprintf(why, sizeof why, "mxdiff.embed.run_case returned no (status, payload)");
-    }
-    snprintf(message, message_size, "python/harness: %s", why);
-  }
+  PyObject* result = a && codes && scales && offsets ? call_with_deadline(p, a, codes, scales, offsets) : NULL;
+  const int code = take_result(result, output, rows * n * 2, message, message_size);
   PyErr_Clear();
   Py_XDECREF(result);
   Py_XDECREF(a);

@@ -211,28 +211,17 @@ nb::tuple BoundVerdicts(const AnyArray& activations, const AnyArray& codes, cons
                         Owned(std::move(low), {rows, size_t(n)}), Owned(std::move(high), {rows, size_t(n)}));
 }
 
-OutArray<uint16_t> RunReference(const AnyArray& activations, const AnyArray& codes, const AnyArray& scales,
+// ReferenceGemm (fp16 bits) or ReferenceGemmF32 (fp32 bits) on arrays, without the GIL.
+template <typename Bits, absl::Status (*Gemm)(const GroupedProblem&, const ReferenceOptions&, std::vector<Bits>&)>
+OutArray<Bits> RunReferenceWith(const AnyArray& activations, const AnyArray& codes, const AnyArray& scales,
                                 const AnyArray& row_offsets, int n, int k, std::string_view transform,
                                 std::string_view model, int cta_k, int splits, int threads) {
   const GroupedProblem problem = MakeProblem(activations, codes, scales, row_offsets, n, k);
   const ReferenceOptions options = MakeOptions(transform, model, cta_k, splits, threads);
-  std::vector<uint16_t> output;
+  std::vector<Bits> output;
   {
     nb::gil_scoped_release release;
-    Check(ReferenceGemm(problem, options, output));
-  }
-  return Owned(std::move(output), {size_t(problem.rows()), size_t(n)});
-}
-
-OutArray<uint32_t> RunReferenceF32(const AnyArray& activations, const AnyArray& codes, const AnyArray& scales,
-                                   const AnyArray& row_offsets, int n, int k, std::string_view transform,
-                                   std::string_view model, int cta_k, int splits, int threads) {
-  const GroupedProblem problem = MakeProblem(activations, codes, scales, row_offsets, n, k);
-  const ReferenceOptions options = MakeOptions(transform, model, cta_k, splits, threads);
-  std::vector<uint32_t> output;
-  {
-    nb::gil_scoped_release release;
-    Check(ReferenceGemmF32(problem, options, output));
+    Check(Gemm(problem, options, output));
   }
   return Owned(std::move(output), {size_t(problem.rows()), size_t(n)});
 }
@@ -417,22 +406,20 @@ nb::ndarray<nb::numpy, T> View(std::vector<T>& values, std::initializer_list<siz
   return nb::ndarray<nb::numpy, T>(values.data(), shape.size(), shape.begin(), nb::handle());
 }
 
-}  // namespace
-}  // namespace mxdiff::python
-
-NB_MODULE(_core, m) {
-  using namespace mxdiff;
-  using namespace mxdiff::python;
-  m.doc() = "mxdiff's C++ oracle, formats, admission rule, audit and case format (python/README.md)";
-
-  m.def("reference_gemm", &RunReference, "activations"_a, "codes"_a, "scales"_a, "row_offsets"_a, "n"_a, "k"_a,
-        "transform"_a, "model"_a, "cta_k"_a, "splits"_a, "threads"_a = 0);
-  m.def("reference_gemm_f32", &RunReferenceF32, "activations"_a, "codes"_a, "scales"_a, "row_offsets"_a, "n"_a, "k"_a,
-        "transform"_a, "model"_a, "cta_k"_a, "splits"_a, "threads"_a = 0);
+// The reference GEMM, its fp32 twin and the bound (reference/).
+void BindReference(nb::module_& m) {
+  m.def("reference_gemm", &RunReferenceWith<uint16_t, &ReferenceGemm>, "activations"_a, "codes"_a, "scales"_a,
+        "row_offsets"_a, "n"_a, "k"_a, "transform"_a, "model"_a, "cta_k"_a, "splits"_a, "threads"_a = 0);
+  m.def("reference_gemm_f32", &RunReferenceWith<uint32_t, &ReferenceGemmF32>, "activations"_a, "codes"_a,
+        "scales"_a, "row_offsets"_a, "n"_a, "k"_a, "transform"_a, "model"_a, "cta_k"_a, "splits"_a, "threads"_a = 0);
   m.def("bound_verdicts", &BoundVerdicts, "activations"_a, "codes"_a, "scales"_a, "row_offsets"_a, "n"_a, "k"_a,
         "transform"_a, "output"_a, "bound_splits"_a);
   m.def("model_error_bound", &ModelErrorBound, "abs_sum"_a, "steps"_a, "splits"_a);
   m.def("effective_splits", &effective_splits, "k"_a, "cta_k"_a, "splits"_a);
+}
+
+// E2M1, E8M0, the transforms' tables and deviations (reference/mx_spec.h, transform.h).
+void BindFormats(nb::module_& m) {
   m.def("e2m1_decode", &E2m1Decode, "codes"_a);
   m.def("e2m1_encode", &E2m1Encode, "values"_a);
   m.def("e8m0_decode", &E8m0Decode, "scales"_a);
@@ -447,11 +434,19 @@ NB_MODULE(_core, m) {
   m.def("dequantize", &Dequantize, "transform"_a, "codes"_a, "scales"_a);
   m.def("prepared_scale", [](std::string_view t, int raw) { return prepared_scale(ParseTransform(t), uint8_t(raw)); },
         "transform"_a, "raw"_a);
+}
+
+// The admission rule and the checkpoint audit.
+void BindAdmission(nb::module_& m) {
   m.def("admit", &Admit, "scales"_a, "max_reported"_a = 16);
   m.def("fold_admitted_set", &DescribeFoldAdmittedSet);
   m.def("admission_rule_version", [] { return AdmissionRuleVersion(); });
   m.def("audit", &Audit, "paths"_a, "keep_going"_a = false, "pattern"_a = nb::none(), "json"_a = false);
 
+}
+
+// CaseData: a fuzz_gemm case's fields and tensors (fuzz/formats/case_format.h).
+void BindCaseData(nb::module_& m) {
   nb::class_<fuzz::FuzzCase>(m, "CaseData")
       .def_prop_ro("groups", [](const fuzz::FuzzCase& c) { return c.groups; })
       .def_prop_ro("n", [](const fuzz::FuzzCase& c) { return c.n; })
@@ -497,6 +492,10 @@ NB_MODULE(_core, m) {
         for (auto& recipe : c.recipes) recipe.reset();
         Check(fuzz::ValidateCase(c));
       });
+}
+
+// Cases as bytes: decode, shape, generate.
+void BindCases(nb::module_& m) {
   m.def("decode_case", &Decode, "data"_a);
   // (groups, n, k, rows) of a case without materializing its tensors.
   m.def("case_shape", [](nb::bytes data) {
@@ -508,4 +507,17 @@ NB_MODULE(_core, m) {
   m.def("generate_case", &Generate, "seed"_a, "n"_a, "k"_a, "rows_per_group"_a, "activations"_a = nb::none(),
         "codes"_a = nb::none(), "scales"_a = nb::none(), "model"_a = "sm90-emulated", "request"_a = "ordinary",
         "cta_k"_a = 32, "splits"_a = 1);
+}
+
+}  // namespace
+}  // namespace mxdiff::python
+
+NB_MODULE(_core, m) {
+  using namespace mxdiff::python;
+  m.doc() = "mxdiff's C++ oracle, formats, admission rule, audit and case format (python/README.md)";
+  BindReference(m);
+  BindFormats(m);
+  BindAdmission(m);
+  BindCaseData(m);
+  BindCases(m);
 }
