@@ -52,28 +52,30 @@ def _cpu_array(x, dtype):
 
 
 # ---------------------------------------------------------------- formats
+def _elementwise(convert, values, dtype) -> np.ndarray:
+    """`convert` (a _core function over a flat array) applied to `values` as `dtype`, same shape."""
+    values = np.asarray(values, dtype=dtype)
+    return convert(np.ascontiguousarray(values).ravel()).reshape(values.shape)
+
+
 def e2m1_decode(codes) -> np.ndarray:
     """E2M1 code (low 4 bits) -> its value, float32, same shape."""
-    codes = np.asarray(codes, dtype=np.uint8)
-    return _core.e2m1_decode(np.ascontiguousarray(codes).ravel()).reshape(codes.shape)
+    return _elementwise(_core.e2m1_decode, codes, np.uint8)
 
 
 def e2m1_encode(values) -> np.ndarray:
     """Value -> the nearest E2M1 code (ties to the even code, saturating at +-6, -0.0 -> 8)."""
-    values = np.asarray(values, dtype=np.float64)
-    return _core.e2m1_encode(np.ascontiguousarray(values).ravel()).reshape(values.shape)
+    return _elementwise(_core.e2m1_encode, values, np.float64)
 
 
 def e8m0_decode(scales) -> np.ndarray:
     """UE8M0 byte -> 2^(raw - 127) as float64; 255 is NaN (the OCP MX spec)."""
-    scales = np.asarray(scales, dtype=np.uint8)
-    return _core.e8m0_decode(np.ascontiguousarray(scales).ravel()).reshape(scales.shape)
+    return _elementwise(_core.e8m0_decode, scales, np.uint8)
 
 
 def e8m0_encode(values) -> np.ndarray:
     """Positive value -> the byte of the largest power of two <= it (clamped to 0..254); NaN, +Inf -> 255."""
-    values = np.asarray(values, dtype=np.float64)
-    return _core.e8m0_encode(np.ascontiguousarray(values).ravel()).reshape(values.shape)
+    return _elementwise(_core.e8m0_encode, values, np.float64)
 
 
 def unpack_codes(packed) -> np.ndarray:
