@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "fuzz/formats/tensor_recipe.h"
+#include "fuzz/modules/external_module.h"
 #include "fuzz/mutators/fuzz_rules.h"
 #include "fuzz/driver/coverage_counters.h"
 #include "kernels/gemm_runner.h"
@@ -38,7 +39,8 @@ bool SameRouteButSwizzle(const Route& a, const Route& b) {
 }
 
 std::string RouteOrError(const absl::StatusOr<Route>& route) {
-  return route.ok() ? DescribeRoute(*route) : route.status().ToString();
+  // Without payloads: an external kernel's failure kind (external_module.h) is in the signature.
+  return route.ok() ? DescribeRoute(*route) : route.status().ToString(absl::StatusToStringMode::kWithNoExtraData);
 }
 
 }  // namespace
@@ -278,12 +280,16 @@ CheckResult GemmDifferential::CheckRoute(const FuzzCase& c, const ModuleRun& run
                                          [](uint16_t bits) { return bits == kOutputPoison; });
       if (!untouched) {
         return Finding{fmt::format("route/{}/output-written-on-error", name),
-                       fmt::format("{} failed ({}) but wrote the output", name, run.route.status().ToString())};
+                       fmt::format("{} failed ({}) but wrote the output", name,
+                                   run.route.status().ToString(absl::StatusToStringMode::kWithNoExtraData))};
       }
       CountRouteError(c.request, c.policy, run.route.status().code());
       return std::nullopt;
     }
-    return Finding{fmt::format("route/{}/{}", name, run.route.ok() ? "ran-where-it-must-fail" : "unexpected-error"),
+    // An external kernel's failure that names its kind ("python/bound: ...") is told apart by it.
+    const std::string kind = run.route.ok() ? std::string() : FailureKindOf(run.route.status());
+    return Finding{fmt::format("route/{}/{}{}{}", name, run.route.ok() ? "ran-where-it-must-fail" : "unexpected-error",
+                               kind.empty() ? "" : "/", kind),
                    fmt::format("{} with tactic {}: got {}, expected {}", name, TacticName(run.tactic),
                                RouteOrError(run.route), RouteOrError(run.expected))};
   }

@@ -3,12 +3,15 @@
 #include <dlfcn.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "fmt/format.h"
 #include "fuzz/modules/mxdiff_kernel_abi.h"
 #include "reference/admission.h"
 
 namespace mxdiff::fuzz {
 namespace {
+
+constexpr std::string_view kFailureKindPayload = "mxdiff/kernel-failure-kind";
 
 class ExternalModule final : public GemmModule {
  public:
@@ -48,7 +51,11 @@ class ExternalModule final : public GemmModule {
     message[sizeof message - 1] = '\0';
     if (code == MXDIFF_KERNEL_OK) return route;
     if (code == MXDIFF_KERNEL_UNSUPPORTED) return absl::UnimplementedError(message);
-    return absl::InternalError(fmt::format("{} returned {}: {}", name(), code, message));
+    absl::Status failed = absl::InternalError(fmt::format("{} returned {}: {}", name(), code, message));
+    if (const std::string_view kind = KernelFailureKind(message); !kind.empty()) {
+      failed.SetPayload(std::string(kFailureKindPayload), absl::Cord(std::string(kind)));
+    }
+    return failed;
   }
 
  private:
@@ -57,6 +64,30 @@ class ExternalModule final : public GemmModule {
 };
 
 }  // namespace
+
+std::string_view KernelFailureKind(std::string_view message) {
+  const size_t colon = message.find(": ");
+  if (colon == std::string_view::npos || colon == 0) return {};
+  const std::string_view kind = message.substr(0, colon);
+  bool word_start = true;
+  int words = 1;
+  for (const char ch : kind) {
+    if (ch == '/') {
+      if (word_start) return {};  // an empty word
+      word_start = true;
+      ++words;
+      continue;
+    }
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_')) return {};
+    word_start = false;
+  }
+  return word_start || words < 2 ? std::string_view() : kind;
+}
+
+std::string FailureKindOf(const absl::Status& status) {
+  const auto kind = status.GetPayload(std::string(kFailureKindPayload));
+  return kind ? std::string(*kind) : std::string();
+}
 
 absl::StatusOr<std::unique_ptr<GemmModule>> LoadExternalModule(const std::string& library_path) {
   void* handle = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);

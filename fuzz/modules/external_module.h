@@ -7,6 +7,9 @@
 #include <memory>
 #include <string>
 
+#include <string_view>
+
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fuzz/modules/gemm_module.h"
 
@@ -14,5 +17,14 @@ namespace mxdiff::fuzz {
 
 // NotFound / FailedPrecondition (with dlerror text or the ABI mismatch) on a bad library.
 absl::StatusOr<std::unique_ptr<GemmModule>> LoadExternalModule(const std::string& library_path);
+
+// The kind a failing external kernel names at the start of its message (mxdiff_kernel_abi.h):
+// "python/bound: 3 elements ..." -> "python/bound". Lower-case letters, digits, '-' and '_' in
+// words joined by '/', at least two words, then ": ". "" when the message names none.
+std::string_view KernelFailureKind(std::string_view message);
+
+// The kind an external module's failed Run carries (its kernel's KernelFailureKind); "" for a
+// status of another origin or a message without one.
+std::string FailureKindOf(const absl::Status& status);
 
 }  // namespace mxdiff::fuzz

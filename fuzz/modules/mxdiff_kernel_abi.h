@@ -58,7 +58,11 @@ typedef struct mxdiff_kernel {
   uint32_t abi_version; /* MXDIFF_KERNEL_ABI_VERSION */
   const char* name;     /* short, file-name safe: used in finding signatures */
   /* Returns an MXDIFF_KERNEL_* code; on UNSUPPORTED or FAILED writes a NUL-terminated reason
-   * of at most message_size bytes into message. */
+   * of at most message_size bytes into message. A FAILED reason may start with its kind:
+   * lower-case words ([a-z0-9_-]) joined by '/', at least two, then ": " (e.g. "python/bound: 3
+   * elements outside the bound"); fuzz_gemm then adds the kind to the finding's signature
+   * (route/ext-NAME/unexpected-error/python/bound), so failures of different kinds are kept and
+   * deduplicated apart. */
   int (*run)(const mxdiff_problem* problem, uint16_t* output, char* message, size_t message_size);
 } mxdiff_kernel;
 

@@ -52,6 +52,8 @@ def test_each_python_failure_is_a_finding_of_its_kind(repro, embed_library, tmp_
     assert result.returncode == 1, result.stdout + result.stderr
     assert kind in result.stdout
     if kind.startswith("python/"):
+        # The kind is part of the finding's signature: findings of different kinds stay apart.
+        assert f"route/ext-python/unexpected-error/{kind}" in result.stdout, result.stdout
         reports = [name for name in os.listdir(tmp_path) if name.startswith(kind.replace("/", "."))]
         assert reports
         text = open(os.path.join(tmp_path, reports[0])).read()
@@ -64,3 +66,4 @@ def test_bound_mode_under_the_harness(repro, embed_library, tmp_path):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     bad = run(repro, embed_library, "wrong_scale", tmp_path, MXDIFF_PYTHON_MODE="bound")
     assert bad.returncode == 1 and "python/bound" in bad.stdout
+    assert "route/ext-python/unexpected-error/python/bound" in bad.stdout, bad.stdout

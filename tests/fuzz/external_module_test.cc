@@ -61,5 +61,18 @@ TEST(ExternalModule, BadLibrariesAreClearErrors) {
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition) << wrong.status();
 }
 
+TEST(ExternalModule, AFailuresKindIsItsMessagesPrefix) {
+  EXPECT_EQ(KernelFailureKind("python/bound: 3 elements outside the bound"), "python/bound");
+  EXPECT_EQ(KernelFailureKind("python/raised: ValueError: no"), "python/raised");
+  EXPECT_EQ(KernelFailureKind("my-kernel/smem_2: too much"), "my-kernel/smem_2");
+  EXPECT_EQ(KernelFailureKind("bad problem descriptor"), "");
+  EXPECT_EQ(KernelFailureKind("error: one word is no kind"), "");
+  EXPECT_EQ(KernelFailureKind("Python/Bound: upper case"), "");
+  EXPECT_EQ(KernelFailureKind("python//bound: empty word"), "");
+  EXPECT_EQ(KernelFailureKind("python/: empty word"), "");
+  EXPECT_EQ(KernelFailureKind("python/bound 3 elements: no colon right after"), "");
+  EXPECT_EQ(FailureKindOf(absl::InternalError("python/bound: not from an external module")), "");
+}
+
 }  // namespace
 }  // namespace mxdiff::fuzz

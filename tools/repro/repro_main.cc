@@ -183,7 +183,7 @@ void ExplainRun(const fuzz::ModuleRun& run, const fuzz::FuzzCase& c, int show) {
     return;
   }
   if (!run.route.ok()) {
-    fmt::print(text, "  run: {}\n", run.route.status().ToString());
+    fmt::print(text, "  run: {}\n", run.route.status().ToString(absl::StatusToStringMode::kWithNoExtraData));
     return;
   }
   const absl::StatusOr<Route>& route = run.route;
