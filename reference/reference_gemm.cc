@@ -227,13 +227,30 @@ int MaxGroupRows(const GroupedProblem& problem) {
   return max_rows;
 }
 
-// The AVX-512 path: work items of kWideColumns columns of one group.
-void RunWidePath(const GemmPlan& plan, const ReferenceOptions& options, double macs, std::vector<uint32_t>& output) {
+// Work items of `columns` columns of one group (empty groups skipped), each worker with its own
+// scratch, sized by `size_scratch(scratch, max_group_rows)`; `run_block(inputs, group,
+// first_column, scratch)` computes one.
+template <typename Scratch, typename SizeScratch, typename RunBlock>
+void RunColumnBlocks(const GemmPlan& plan, const ReferenceOptions& options, double macs, int columns,
+                     SizeScratch size_scratch, RunBlock run_block) {
   const GroupedProblem& problem = *plan.problem;
-  constexpr int kColumns = internal::kWideColumns;
-  const int blocks_per_group = (problem.n + kColumns - 1) / kColumns;
+  const int blocks_per_group = (problem.n + columns - 1) / columns;
   const int items = problem.groups * blocks_per_group;
   const int threads = ThreadCount(options.threads, items, macs);
+  const int max_rows = MaxGroupRows(problem);
+  std::vector<Scratch> scratch(threads);
+  for (Scratch& buffers : scratch) size_scratch(buffers, max_rows);
+  const internal::FastInputs inputs = internal::MakeFastInputs(plan);
+  ParallelFor(items, threads, [&](int item, int worker) {
+    const int group = item / blocks_per_group;
+    if (problem.row_offsets[group + 1] == problem.row_offsets[group]) return;
+    run_block(inputs, group, (item % blocks_per_group) * columns, scratch[worker]);
+  });
+}
+
+// The AVX-512 path: work items of kWideColumns columns of one group.
+void RunWidePath(const GemmPlan& plan, const ReferenceOptions& options, double macs, std::vector<uint32_t>& output) {
+  constexpr int kColumns = internal::kWideColumns;
   struct Scratch {
     std::vector<uint8_t> panel, scales;
     std::vector<float> state;
@@ -242,45 +259,34 @@ void RunWidePath(const GemmPlan& plan, const ReferenceOptions& options, double m
       return internal::WideScratch{aligned, scales.data(), state.data()};
     }
   };
-  const int max_rows = MaxGroupRows(problem);
-  std::vector<Scratch> scratch(threads);
-  for (Scratch& buffers : scratch) {
-    buffers.panel.resize(internal::kWidePanelBytes + 64);
-    buffers.scales.resize(size_t(problem.k / kBlockK) * kColumns);
-    buffers.state.resize(size_t(max_rows) * internal::kWideVectors * 2 * internal::kWideLanes);
-  }
-  const internal::FastInputs inputs = internal::MakeFastInputs(plan);
-  ParallelFor(items, threads, [&](int item, int worker) {
-    const int group = item / blocks_per_group;
-    if (problem.row_offsets[group + 1] == problem.row_offsets[group]) return;
-    internal::RunWideColumnBlock(inputs, group, (item % blocks_per_group) * kColumns, scratch[worker].View(),
-                                 output.data());
-  });
+  const int k = plan.problem->k;
+  RunColumnBlocks<Scratch>(
+      plan, options, macs, kColumns,
+      [k](Scratch& buffers, int max_rows) {
+        buffers.panel.resize(internal::kWidePanelBytes + 64);
+        buffers.scales.resize(size_t(k / kBlockK) * kColumns);
+        buffers.state.resize(size_t(max_rows) * internal::kWideVectors * 2 * internal::kWideLanes);
+      },
+      [&output](const internal::FastInputs& inputs, int group, int column, Scratch& buffers) {
+        internal::RunWideColumnBlock(inputs, group, column, buffers.View(), output.data());
+      });
 }
 
 // The AVX2 path: work items of kFastLanes columns of one group.
 void RunFastPath(const GemmPlan& plan, const ReferenceOptions& options, double macs, std::vector<uint32_t>& output) {
-  const GroupedProblem& problem = *plan.problem;
   constexpr int kLanes = internal::kFastLanes;
-  const int blocks_per_group = (problem.n + kLanes - 1) / kLanes;
-  const int items = problem.groups * blocks_per_group;
-  const int threads = ThreadCount(options.threads, items, macs);
   struct Scratch {
     std::vector<float> panel, state;
   };
-  const int max_rows = MaxGroupRows(problem);
-  std::vector<Scratch> scratch(threads);
-  for (Scratch& buffers : scratch) {
-    buffers.panel.resize(internal::kFastPanelK * kLanes);
-    buffers.state.resize(size_t(max_rows) * 2 * kLanes);
-  }
-  const internal::FastInputs inputs = internal::MakeFastInputs(plan);
-  ParallelFor(items, threads, [&](int item, int worker) {
-    const int group = item / blocks_per_group;
-    if (problem.row_offsets[group + 1] == problem.row_offsets[group]) return;
-    internal::RunFastColumnBlock(inputs, group, (item % blocks_per_group) * kLanes, scratch[worker].panel.data(),
-                                 scratch[worker].state.data(), output.data());
-  });
+  RunColumnBlocks<Scratch>(
+      plan, options, macs, kLanes,
+      [](Scratch& buffers, int max_rows) {
+        buffers.panel.resize(internal::kFastPanelK * kLanes);
+        buffers.state.resize(size_t(max_rows) * 2 * kLanes);
+      },
+      [&output](const internal::FastInputs& inputs, int group, int column, Scratch& buffers) {
+        internal::RunFastColumnBlock(inputs, group, column, buffers.panel.data(), buffers.state.data(), output.data());
+      });
 }
 
 // The definition: one work item per (group, column), every element by ScalarElement.
