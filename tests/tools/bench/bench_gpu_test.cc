@@ -35,6 +35,14 @@ class BenchGpuTest : public ::testing::Test {
     config.seed = 20261205;
     return config;
   }
+  // Ordinary against folded with the naive protocol too, runners in `mode`, half a second each.
+  static BenchConfig NaiveConfig(FirstUse mode) {
+    BenchConfig config = SmallConfig("ordinary,folded");
+    config.naive = true;
+    config.first_use = mode;
+    config.stopping.budget_seconds = 0.5;
+    return config;
+  }
 };
 
 TEST_F(BenchGpuTest, SoundProtocolControlsAndNaive) {
@@ -122,10 +130,7 @@ TEST_F(BenchGpuTest, TuneOnFirstUseChangesTheNaiveArmsButNotTheSoundOnes) {
   };
   std::string sound_tactic[2];
   for (FirstUse mode : {FirstUse::kTable, FirstUse::kTune}) {
-    BenchConfig config = SmallConfig("ordinary,folded");
-    config.naive = true;
-    config.first_use = mode;
-    config.stopping.budget_seconds = 0.5;
+    const BenchConfig config = NaiveConfig(mode);
     absl::StatusOr<BenchReport> report = RunBench(config);
     ASSERT_TRUE(report.ok()) << report.status();
     const ShapeReport& shape = report->shapes[0];
@@ -156,10 +161,7 @@ TEST_F(BenchGpuTest, LayerBenchOfASmallLayer) {
   spec.routings = 8;
   std::string sound_routes[2];
   for (FirstUse mode : {FirstUse::kTable, FirstUse::kTune}) {
-    BenchConfig config = SmallConfig("ordinary,folded");
-    config.naive = true;
-    config.first_use = mode;
-    config.stopping.budget_seconds = 0.5;
+    const BenchConfig config = NaiveConfig(mode);
     absl::StatusOr<ShapeReport> report = RunLayerBench(spec, config);
     ASSERT_TRUE(report.ok()) << report.status();
     ASSERT_TRUE(report->error.empty()) << report->error;
