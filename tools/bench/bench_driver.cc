@@ -100,19 +100,14 @@ class ShapeBench {
                                : (std::max(32, count) + count - 1) / count * count;
     report.calls_per_replay = calls_;
     report.l2_flush_bytes = flusher_ != nullptr ? flusher_->bytes() : 0;
-    if (monitor_ != nullptr) {
-      const ClockReading r = monitor_->Read();
-      report.clocks = fmt::format("SM {} MHz, memory {} MHz, {} C, {:.0f} W, reasons {}", r.sm_mhz, r.memory_mhz,
-                                  monitor_->TemperatureC(), monitor_->PowerW(), ReasonNames(r.reasons));
-    }
+    if (monitor_ != nullptr) report.clocks = DescribeClocks(*monitor_);
 
-    uint64_t seed = config_.seed;
-    report.experiments.push_back(Paired(Protocol::kSound, config_.a, config_.b, Pattern::kAbba, false, ++seed));
-    if (Bits(report.experiments.back())) {
-      report.experiments.push_back(Paired(Protocol::kSwapped, config_.a, config_.b, Pattern::kBaab, true, ++seed));
-      report.experiments.push_back(Paired(Protocol::kSameArm, config_.a, config_.a, Pattern::kAbba, false, ++seed));
-      if (config_.naive) report.experiments.push_back(Naive(++seed));
-    }
+    RunProtocols(
+        config_,
+        [this](Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern, bool b_first, uint64_t seed) {
+          return Paired(protocol, sa, sb, pattern, b_first, seed);
+        },
+        [this](uint64_t seed) { return Naive(seed); }, report.experiments);
     MXDIFF_RETURN_IF_ERROR(runner_.CheckDevice());
 
     report.verdict = ShapeVerdict(report.experiments, config_.min_effect_us, config_.a.Label(), config_.b.Label());
@@ -122,8 +117,6 @@ class ShapeBench {
   }
 
  private:
-  static bool Bits(const ExperimentReport& e) { return !e.bits_checked || e.bits_equal; }
-
   void Log(const std::string& line) const {
     if (config_.log) config_.log(line);
   }
@@ -282,6 +275,18 @@ class ShapeBench {
 };
 
 }  // namespace
+
+void RunProtocols(const BenchConfig& config, const PairedProtocol& paired,
+                  const std::function<ExperimentReport(uint64_t seed)>& naive,
+                  std::vector<ExperimentReport>& experiments) {
+  uint64_t seed = config.seed;
+  experiments.push_back(paired(Protocol::kSound, config.a, config.b, Pattern::kAbba, false, ++seed));
+  const ExperimentReport& sound = experiments.back();
+  if (sound.bits_checked && !sound.bits_equal) return;
+  experiments.push_back(paired(Protocol::kSwapped, config.a, config.b, Pattern::kBaab, true, ++seed));
+  experiments.push_back(paired(Protocol::kSameArm, config.a, config.a, Pattern::kAbba, false, ++seed));
+  if (config.naive) experiments.push_back(naive(++seed));
+}
 
 ExperimentConfig TimingConfig(const BenchConfig& config, Pattern pattern, uint64_t seed) {
   return ExperimentConfig{.pattern = pattern,

@@ -69,6 +69,15 @@ struct BenchConfig {
 // The experiment settings (stopping rule, resamples, confidence) of `config` for one pattern and seed.
 ExperimentConfig TimingConfig(const BenchConfig& config, Pattern pattern, uint64_t seed);
 
+// One shape's protocols in order, appended to `experiments`: sound (A B B A); where its bits
+// agreed, swapped (B A A B), the A/A control and, with config.naive, the naive one. Seeds count
+// up from config.seed.
+using PairedProtocol = std::function<ExperimentReport(Protocol, const ArmSpec&, const ArmSpec&, Pattern, bool b_first,
+                                                      uint64_t seed)>;
+void RunProtocols(const BenchConfig& config, const PairedProtocol& paired,
+                  const std::function<ExperimentReport(uint64_t seed)>& naive,
+                  std::vector<ExperimentReport>& experiments);
+
 // Unavailable where no GPU exists; other errors for a setup that cannot run at all (a sticky
 // device error). A shape or protocol that fails is reported in the report, not here.
 absl::StatusOr<BenchReport> RunBench(const BenchConfig& config);

@@ -410,19 +410,13 @@ absl::StatusOr<ShapeReport> LayerBench::Run() {
     report.tactic_source = "dispatch table";
   }
   report.tactic = fmt::format("W13 {}, W2 {}", TacticName(w13_), TacticName(w2_));
-  if (monitor_ != nullptr) {
-    const ClockReading r = monitor_->Read();
-    report.clocks = fmt::format("SM {} MHz, memory {} MHz, {} C, {:.0f} W, reasons {}", r.sm_mhz, r.memory_mhz,
-                                monitor_->TemperatureC(), monitor_->PowerW(), ReasonNames(r.reasons));
-  }
-  uint64_t seed = config_.seed;
-  report.experiments.push_back(Paired(Protocol::kSound, config_.a, config_.b, Pattern::kAbba, false, ++seed));
-  const ExperimentReport& sound = report.experiments.back();
-  if (!sound.bits_checked || sound.bits_equal) {
-    report.experiments.push_back(Paired(Protocol::kSwapped, config_.a, config_.b, Pattern::kBaab, true, ++seed));
-    report.experiments.push_back(Paired(Protocol::kSameArm, config_.a, config_.a, Pattern::kAbba, false, ++seed));
-    if (config_.naive) report.experiments.push_back(Naive(++seed));
-  }
+  if (monitor_ != nullptr) report.clocks = DescribeClocks(*monitor_);
+  RunProtocols(
+      config_,
+      [this](Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern, bool b_first, uint64_t seed) {
+        return Paired(protocol, sa, sb, pattern, b_first, seed);
+      },
+      [this](uint64_t seed) { return Naive(seed); }, report.experiments);
   MXDIFF_RETURN_IF_ERROR(runner_->CheckDevice());
   report.verdict = ShapeVerdict(report.experiments, config_.min_effect_us, config_.a.Label(), config_.b.Label());
   Log(fmt::format("{}: verdict {}", spec_.name, report.verdict.message));

@@ -130,4 +130,10 @@ double NvmlMonitor::PowerW() {
   return milliwatts * 1e-3;
 }
 
+std::string DescribeClocks(NvmlMonitor& monitor) {
+  const ClockReading r = monitor.Read();
+  return fmt::format("SM {} MHz, memory {} MHz, {} C, {:.0f} W, reasons {}", r.sm_mhz, r.memory_mhz,
+                     monitor.TemperatureC(), monitor.PowerW(), ReasonNames(r.reasons));
+}
+
 }  // namespace mxdiff::bench

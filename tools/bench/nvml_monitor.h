@@ -40,4 +40,7 @@ class NvmlMonitor final : public ClockMonitor {
   std::string reasons_function_;
 };
 
+// "SM 1980 MHz, memory 2619 MHz, 45 C, 120 W, reasons none": the clocks now, for a report.
+std::string DescribeClocks(NvmlMonitor& monitor);
+
 }  // namespace mxdiff::bench
