@@ -47,7 +47,7 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
-class ShapeBench {
+class ShapeBench final : public ProtocolRunner {
  public:
   ShapeBench(const BenchConfig& config, GemmRunner& runner, void* stream, L2Flusher* flusher, NvmlMonitor* monitor,
              bool host_timing)
@@ -102,12 +102,7 @@ class ShapeBench {
     report.l2_flush_bytes = flusher_ != nullptr ? flusher_->bytes() : 0;
     if (monitor_ != nullptr) report.clocks = DescribeClocks(*monitor_);
 
-    RunProtocols(
-        config_,
-        [this](Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern, bool b_first, uint64_t seed) {
-          return Paired(protocol, sa, sb, pattern, b_first, seed);
-        },
-        [this](uint64_t seed) { return Naive(seed); }, report.experiments);
+    RunProtocols(config_, *this, report.experiments);
     MXDIFF_RETURN_IF_ERROR(runner_.CheckDevice());
 
     report.verdict = ShapeVerdict(report.experiments, config_.min_effect_us, config_.a.Label(), config_.b.Label());
@@ -141,7 +136,7 @@ class ShapeBench {
   }
 
   ExperimentReport Paired(Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern, bool b_first,
-                          uint64_t seed) {
+                          uint64_t seed) override {
     ExperimentReport e = PairedReport(protocol, pattern, seed, sa, sb);
     const bool same = protocol == Protocol::kSameArm;
     e.method = fmt::format(
@@ -197,13 +192,8 @@ class ShapeBench {
     return made;
   }
 
-  ExperimentReport Naive(uint64_t seed) {
-    ExperimentReport e;
-    e.protocol = Protocol::kNaive;
-    e.pattern = Pattern::kAbba;
-    e.seed = seed;
-    e.a.label = config_.a.Label();
-    e.b.label = config_.b.Label();
+  ExperimentReport Naive(uint64_t seed) override {
+    ExperimentReport e = PairedReport(Protocol::kNaive, Pattern::kAbba, seed, config_.a, config_.b);
     if (host_timing_) {
       e.error = "the naive protocol needs graph arms (not with an external kernel)";
       return e;
@@ -276,16 +266,14 @@ class ShapeBench {
 
 }  // namespace
 
-void RunProtocols(const BenchConfig& config, const PairedProtocol& paired,
-                  const std::function<ExperimentReport(uint64_t seed)>& naive,
-                  std::vector<ExperimentReport>& experiments) {
+void RunProtocols(const BenchConfig& config, ProtocolRunner& runner, std::vector<ExperimentReport>& experiments) {
   uint64_t seed = config.seed;
-  experiments.push_back(paired(Protocol::kSound, config.a, config.b, Pattern::kAbba, false, ++seed));
+  experiments.push_back(runner.Paired(Protocol::kSound, config.a, config.b, Pattern::kAbba, false, ++seed));
   const ExperimentReport& sound = experiments.back();
   if (sound.bits_checked && !sound.bits_equal) return;
-  experiments.push_back(paired(Protocol::kSwapped, config.a, config.b, Pattern::kBaab, true, ++seed));
-  experiments.push_back(paired(Protocol::kSameArm, config.a, config.a, Pattern::kAbba, false, ++seed));
-  if (config.naive) experiments.push_back(naive(++seed));
+  experiments.push_back(runner.Paired(Protocol::kSwapped, config.a, config.b, Pattern::kBaab, true, ++seed));
+  experiments.push_back(runner.Paired(Protocol::kSameArm, config.a, config.a, Pattern::kAbba, false, ++seed));
+  if (config.naive) experiments.push_back(runner.Naive(++seed));
 }
 
 ExperimentConfig TimingConfig(const BenchConfig& config, Pattern pattern, uint64_t seed) {

@@ -69,14 +69,19 @@ struct BenchConfig {
 // The experiment settings (stopping rule, resamples, confidence) of `config` for one pattern and seed.
 ExperimentConfig TimingConfig(const BenchConfig& config, Pattern pattern, uint64_t seed);
 
+// What runs one protocol of a shape (the GEMM sets, the layer).
+class ProtocolRunner {
+ public:
+  virtual ~ProtocolRunner() = default;
+  virtual ExperimentReport Paired(Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern,
+                                  bool b_first, uint64_t seed) = 0;
+  virtual ExperimentReport Naive(uint64_t seed) = 0;
+};
+
 // One shape's protocols in order, appended to `experiments`: sound (A B B A); where its bits
 // agreed, swapped (B A A B), the A/A control and, with config.naive, the naive one. Seeds count
 // up from config.seed.
-using PairedProtocol = std::function<ExperimentReport(Protocol, const ArmSpec&, const ArmSpec&, Pattern, bool b_first,
-                                                      uint64_t seed)>;
-void RunProtocols(const BenchConfig& config, const PairedProtocol& paired,
-                  const std::function<ExperimentReport(uint64_t seed)>& naive,
-                  std::vector<ExperimentReport>& experiments);
+void RunProtocols(const BenchConfig& config, ProtocolRunner& runner, std::vector<ExperimentReport>& experiments);
 
 // Unavailable where no GPU exists; other errors for a setup that cannot run at all (a sticky
 // device error). A shape or protocol that fails is reported in the report, not here.

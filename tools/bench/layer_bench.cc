@@ -212,7 +212,7 @@ TransformRequest RequestOf(const ArmSpec& spec) {
   return spec.transform == Transform::kOrdinary ? TransformRequest::kOrdinary : TransformRequest::kFolded;
 }
 
-class LayerBench {
+class LayerBench final : public ProtocolRunner {
  public:
   LayerBench(const LayerBenchSpec& spec, const BenchConfig& config, cudaStream_t stream, L2Flusher* flusher,
              NvmlMonitor* monitor)
@@ -262,8 +262,8 @@ class LayerBench {
 
   void Timed(ExperimentReport& e, BenchArm& a, BenchArm& b) const;
   ExperimentReport Paired(Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern, bool b_first,
-                          uint64_t seed);
-  ExperimentReport Naive(uint64_t seed);
+                          uint64_t seed) override;
+  ExperimentReport Naive(uint64_t seed) override;
 
   const LayerBenchSpec& spec_;
   const BenchConfig& config_;
@@ -311,12 +311,7 @@ ExperimentReport LayerBench::Paired(Protocol protocol, const ArmSpec& sa, const 
 }
 
 ExperimentReport LayerBench::Naive(uint64_t seed) {
-  ExperimentReport e;
-  e.protocol = Protocol::kNaive;
-  e.pattern = Pattern::kAbba;
-  e.seed = seed;
-  e.a.label = config_.a.Label();
-  e.b.label = config_.b.Label();
+  ExperimentReport e = PairedReport(Protocol::kNaive, Pattern::kAbba, seed, config_.a, config_.b);
   Log(fmt::format("{}: naive ABBA ({} on first use): {} vs {}", spec_.name, FirstUseName(config_.first_use), e.a.label,
                   e.b.label));
   const bool shared = config_.first_use == FirstUse::kTune;
@@ -411,12 +406,7 @@ absl::StatusOr<ShapeReport> LayerBench::Run() {
   }
   report.tactic = fmt::format("W13 {}, W2 {}", TacticName(w13_), TacticName(w2_));
   if (monitor_ != nullptr) report.clocks = DescribeClocks(*monitor_);
-  RunProtocols(
-      config_,
-      [this](Protocol protocol, const ArmSpec& sa, const ArmSpec& sb, Pattern pattern, bool b_first, uint64_t seed) {
-        return Paired(protocol, sa, sb, pattern, b_first, seed);
-      },
-      [this](uint64_t seed) { return Naive(seed); }, report.experiments);
+  RunProtocols(config_, *this, report.experiments);
   MXDIFF_RETURN_IF_ERROR(runner_->CheckDevice());
   report.verdict = ShapeVerdict(report.experiments, config_.min_effect_us, config_.a.Label(), config_.b.Label());
   Log(fmt::format("{}: verdict {}", spec_.name, report.verdict.message));
