@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the bench's GPU scripts (run_on_gpu.sh, run_first_use_and_layer_on_gpu.sh).
 
 # bench_env DIR: DIR/runtime-libs on LD_LIBRARY_PATH, DIR's example kernel as MXDIFF_EXAMPLE_KERNEL.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2034  # $summary and $failed belong to the sourcing script
 # Sourced by the GPU scripts (run_gpu_suite.sh, run_throughput.sh): their summary and steps.
 # Needs: $summary (the summary file), $failed (set to 1 when a step fails) and, optionally,
 # $step_width (the name column's width in the summary, default 22).
