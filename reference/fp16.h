@@ -31,6 +31,7 @@ MXDIFF_HD uint32_t f32_to_bits(float f) {
 }
 
 MXDIFF_HD bool f16_is_nan(uint16_t h) { return (h & 0x7C00) == 0x7C00 && (h & 0x03FF) != 0; }
+MXDIFF_HD bool f16_is_inf(uint16_t h) { return (h & 0x7FFF) == 0x7C00; }  // +Inf or -Inf
 MXDIFF_HD bool f32_is_nan(uint32_t f) { return (f & 0x7F800000) == 0x7F800000 && (f & 0x007FFFFF) != 0; }
 
 // Exact widening: every fp16 value, subnormals included, is an fp32 normal or zero.

@@ -340,7 +340,7 @@ void RunBlock(const FastInputs& in, int group, int n0, float* panel, float* stat
       _mm256_storeu_ps(row_state + kLanes, reduced);
     }
   }
-  const __m256 canonical_nan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 canonical_nan = _mm256_castsi256_ps(_mm256_set1_epi32(int(kF32CanonicalNaN)));
   for (int row = 0; row < rows; ++row) {
     const float* row_state = state + row * 2 * kLanes;
     const __m256 acc = _mm256_loadu_ps(row_state);

@@ -519,7 +519,7 @@ template <StepModel kModel>
 template <StepModel kModel>
 [[gnu::always_inline]] inline void StoreRows(const FastInputs& in, int row_begin, int rows, int n0, int columns,
                                              const float* state, uint32_t* output) {
-  const __m512 canonical_nan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+  const __m512 canonical_nan = _mm512_castsi512_ps(_mm512_set1_epi32(int(kF32CanonicalNaN)));
   for (int row = 0; row < rows; ++row) {
     const float* row_state = state + size_t(row) * kVectors * 2 * kLanes;
     uint32_t* destination = output + size_t(row_begin + row) * size_t(in.n) + size_t(n0);

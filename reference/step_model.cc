@@ -1,6 +1,7 @@
 // Names and dispatch of the step models; each model lives in its own step_model_*.cc.
 #include "reference/step_model.h"
 
+#include "reference/fp16.h"
 #include "reference/step_model_internal.h"
 
 namespace mxdiff {
@@ -37,7 +38,7 @@ uint32_t Step(StepModel model, uint32_t c, std::span<const uint16_t, 4> a, std::
     case StepModel::kExact:
       return internal::StepExact(c, a.data(), b.data());
   }
-  return 0x7FFFFFFF;  // unreachable for a valid enum
+  return kF32CanonicalNaN;  // unreachable for a valid enum
 }
 
 uint32_t ReduceAdd(StepModel model, uint32_t partial_sum, uint32_t partial) {

@@ -1,5 +1,7 @@
 #include "reference/step_model_cases.h"
 
+#include "reference/fp16.h"
+
 namespace mxdiff {
 namespace {
 
@@ -10,7 +12,7 @@ constexpr uint16_t kThreeTwoPowMinus13 = 0x0E00;  // 1.5 x 2^-12
 constexpr uint16_t kMaxF16 = 0x7BFF, kSmallestSubnormalF16 = 0x0001;
 constexpr uint16_t kInfF16 = 0x7C00, kMinusInfF16 = 0xFC00, kNaNF16 = 0x7E00;
 // fp32 bits
-constexpr uint32_t kOneF32 = 0x3F800000, kNaN = 0x7FFFFFFF, kInf = 0x7F800000, kMinusInf = 0xFF800000;
+constexpr uint32_t kOneF32 = 0x3F800000, kNaN = kF32CanonicalNaN, kInf = 0x7F800000, kMinusInf = 0xFF800000;
 constexpr uint32_t kMaxF32 = 0x7F7FFFFF, kMinusZero = 0x80000000;
 
 // Expected bits in StepModel order: v100, sm90-emulated, sm90-emulated-ftz, exact.

@@ -24,7 +24,7 @@ namespace mxdiff::hd {
 MXDIFF_HD uint32_t FlushSubnormalF32(uint32_t bits) { return (bits & 0x7F800000) == 0 ? (bits & 0x80000000) : bits; }
 
 MXDIFF_HD uint32_t CanonicalF32(uint32_t bits) {
-  return (bits & 0x7F800000) == 0x7F800000 && (bits & 0x007FFFFF) != 0 ? 0x7FFFFFFFu : bits;
+  return f32_is_nan(bits) ? kF32CanonicalNaN : bits;
 }
 
 // (a*b) + t with one rounding; `a*b` is exact for fp16 factors, so this is fma(a, b, t).
@@ -86,8 +86,8 @@ MXDIFF_HD bool SpecialValueResult(uint32_t c, const uint16_t* a, const uint16_t*
   bool positive_inf = c == 0x7F800000;
   bool negative_inf = c == 0xFF800000;
   for (int i = 0; i < 4; ++i) {
-    const bool a_inf = (a[i] & 0x7FFF) == 0x7C00;
-    const bool b_inf = (b[i] & 0x7FFF) == 0x7C00;
+    const bool a_inf = f16_is_inf(a[i]);
+    const bool b_inf = f16_is_inf(b[i]);
     nan |= f16_is_nan(a[i]) || f16_is_nan(b[i]) || (a_inf && (b[i] & 0x7FFF) == 0) ||
            (b_inf && (a[i] & 0x7FFF) == 0);
     if (a_inf || b_inf) (((a[i] ^ b[i]) & 0x8000) != 0 ? negative_inf : positive_inf) = true;
@@ -167,8 +167,8 @@ MXDIFF_HD uint32_t StepExact(uint32_t c, const uint16_t* a, const uint16_t* b) {
   bool negative_inf = c == 0xFF800000;
   bool all_negative_zero = c == 0x80000000;
   for (int i = 0; i < 4; ++i) {
-    const bool a_inf = (a[i] & 0x7FFF) == 0x7C00;
-    const bool b_inf = (b[i] & 0x7FFF) == 0x7C00;
+    const bool a_inf = f16_is_inf(a[i]);
+    const bool b_inf = f16_is_inf(b[i]);
     const bool a_zero = (a[i] & 0x7FFF) == 0;
     const bool b_zero = (b[i] & 0x7FFF) == 0;
     const bool negative = ((a[i] ^ b[i]) & 0x8000) != 0;
@@ -199,7 +199,7 @@ MXDIFF_HD uint32_t Step(StepModel model, uint32_t c, const uint16_t* a, const ui
     case StepModel::kExact:
       return StepExact(c, a, b);
   }
-  return 0x7FFFFFFF;  // unreachable for a valid enum
+  return kF32CanonicalNaN;  // unreachable for a valid enum
 }
 
 MXDIFF_HD uint32_t ReduceAdd(StepModel model, uint32_t partial_sum, uint32_t partial) {

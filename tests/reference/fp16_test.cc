@@ -22,6 +22,19 @@ TEST(Fp16Test, RoundTripOfAll65536Patterns) {
   }
 }
 
+// f16_is_inf holds for exactly the two infinities, as their widening says (+-Inf, not NaN).
+TEST(Fp16Test, IsInfHoldsForExactlyTheTwoInfinities) {
+  int infinities = 0;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float widened = f16_to_f32(uint16_t(h));
+    ASSERT_EQ(f16_is_inf(uint16_t(h)), std::isinf(widened)) << std::hex << h;
+    infinities += f16_is_inf(uint16_t(h)) ? 1 : 0;
+  }
+  EXPECT_EQ(infinities, 2);
+  EXPECT_TRUE(f16_is_inf(0x7C00));
+  EXPECT_TRUE(f16_is_inf(0xFC00));
+}
+
 // Widening against the definition: (-1)^s x 2^(e-15) x (1 + m/1024), subnormals 2^-14 x m/1024.
 TEST(Fp16Test, WideningMatchesTheFormatDefinition) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
