@@ -12,6 +12,7 @@
 #include "kernels/gemm_runner.h"
 #include "reference/admission.h"
 #include "reference/decode_shapes.h"
+#include "reference/hash.h"
 #include "reference/reference_gemm.h"
 #include "reference/scale_class.h"
 #include "reference/split_plan.h"
@@ -109,9 +110,9 @@ bool GoesDeviceWay(const FuzzCase& c, const OracleSettings& settings, const Refe
 
 bool CpuCheckSampled(const FuzzCase& c, int every) {
   if (every <= 1) return true;
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the encoding, then a SplitMix64 finalizer
+  uint64_t hash = kFnv1a64Basis;  // FNV-1a over the encoding, then a SplitMix64 finalizer
   auto mix = [&](const uint8_t* bytes, size_t size) {
-    for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < size; ++i) hash = Fnv1a64Mix(hash, bytes[i]);
   };
   if (absl::StatusOr<std::vector<uint8_t>> encoded = EncodeCase(c); encoded.ok()) {
     mix(encoded->data(), encoded->size());
@@ -120,9 +121,7 @@ bool CpuCheckSampled(const FuzzCase& c, int every) {
     mix(c.packed_codes.data(), c.packed_codes.size());
     mix(c.scale_bytes.data(), c.scale_bytes.size());
   }
-  hash = (hash ^ (hash >> 30)) * 0xbf58476d1ce4e5b9ull;
-  hash = (hash ^ (hash >> 27)) * 0x94d049bb133111ebull;
-  hash ^= hash >> 31;
+  hash = SplitMix64::Finalize(hash);
   return hash % uint64_t(every) == 0;
 }
 

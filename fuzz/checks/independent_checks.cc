@@ -10,6 +10,7 @@
 #include "fmt/format.h"
 #include "fuzz/checks/recorded_vectors.h"
 #include "reference/fp16.h"
+#include "reference/hash.h"
 #include "reference/step_model.h"
 #include "reference/vector_file.h"
 
@@ -159,8 +160,8 @@ const std::vector<ParsedVectors>& ParsedRecordings() {
 }
 
 CheckResult CheckRecordedVectorRow(const FuzzCase& c) {
-  uint64_t hash = 0xcbf29ce484222325ull ^ uint64_t(c.n) ^ (uint64_t(c.k) << 20);
-  for (uint16_t h : c.activations) hash = (hash ^ h) * 0x100000001b3ull;
+  uint64_t hash = kFnv1a64Basis ^ uint64_t(c.n) ^ (uint64_t(c.k) << 20);
+  for (uint16_t h : c.activations) hash = (hash ^ h) * kFnv1a64Prime;
   for (const ParsedVectors& recording : ParsedRecordings()) {
     const VectorRow& row = recording.file.rows[hash % recording.file.rows.size()];
     const uint32_t got = EvaluateVectorRow(recording.source->model, row);

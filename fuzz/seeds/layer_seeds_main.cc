@@ -7,6 +7,7 @@
 
 #include "fmt/core.h"
 #include "fuzz/formats/layer_case_format.h"
+#include "fuzz/formats/tensor_recipe.h"
 #include "fuzz/mutators/layer_mutator.h"
 #include "reference/hash.h"
 
@@ -15,6 +16,11 @@ namespace {
 
 SplitMix64 rng(20261203);
 uint64_t Next() { return rng(); }
+
+// One of the checkpoint's scale bytes (kCheckpointScaleFirst..Last), uniform.
+uint8_t CheckpointScaleByte() {
+  return uint8_t(kCheckpointScaleFirst + Next() % (kCheckpointScaleLast - kCheckpointScaleFirst + 1));
+}
 
 // A decode layer: hidden 64, intermediate 32, 8 experts, top-6 (+ shared), checkpoint scale bytes.
 LayerCase Base(int tokens, int replays) {
@@ -26,8 +32,8 @@ LayerCase Base(int tokens, int replays) {
   ResizeLayerCase(c);
   for (uint8_t& b : c.w13_codes) b = uint8_t(Next());
   for (uint8_t& b : c.w2_codes) b = uint8_t(Next());
-  for (uint8_t& b : c.w13_scales) b = uint8_t(114 + Next() % 13);
-  for (uint8_t& b : c.w2_scales) b = uint8_t(114 + Next() % 13);
+  for (uint8_t& b : c.w13_scales) b = CheckpointScaleByte();
+  for (uint8_t& b : c.w2_scales) b = CheckpointScaleByte();
   for (LayerReplay& x : c.replays) {
     for (int t = 0; t < x.tokens; ++t) {
       for (int s = 0; s < 6; ++s) x.expert_ids[size_t(t) * 6 + s] = (t * 3 + s + int(Next() % 2)) % 8;
