@@ -23,12 +23,6 @@ namespace {
 // Cases up to this many multiply-adds also get the reference's own determinism check.
 constexpr double kCpuSideWork = double(1 << 22);
 
-int GroupOfRow(const FuzzCase& c, int row) {
-  int g = 0;
-  while (c.row_offsets[g + 1] <= row) ++g;
-  return g;
-}
-
 std::string TacticSignature(const FuzzCase& c, const Tactic& t) {
   return fmt::format("{}x{}x{}/s{}", t.cta_m, t.cta_n, t.cta_k, effective_splits(c.k, t.cta_k, t.splits));
 }
@@ -48,7 +42,7 @@ std::string RouteOrError(const absl::StatusOr<Route>& route) {
 
 std::string ScaleClassOfColumn(const FuzzCase& c, int row, int column) {
   const size_t blocks = size_t(c.k) / kBlockK;
-  const size_t first = (size_t(GroupOfRow(c, row)) * size_t(c.n) + size_t(column)) * blocks;
+  const size_t first = (size_t(c.group_of_row(row)) * size_t(c.n) + size_t(column)) * blocks;
   ScaleClass most_unusual = ScaleClass::kAdmitted;
   for (size_t b = 0; b < blocks; ++b) most_unusual = std::min(most_unusual, ClassifyScale(c.scale_bytes[first + b]));
   return std::string(ScaleClassName(most_unusual));

@@ -22,15 +22,9 @@ struct ElementIndex {
   int column;
 };
 
-int GroupOfRow(const FuzzCase& c, int row) {
-  int g = 0;
-  while (c.row_offsets[g + 1] <= row) ++g;
-  return g;
-}
-
 // The dequantized weight column `column` of the row's group, all k.
 std::vector<uint16_t> WeightColumn(const FuzzCase& c, Transform transform, int row, int column) {
-  const int g = GroupOfRow(c, row);
+  const int g = c.group_of_row(row);
   const size_t row_index = size_t(g) * size_t(c.n) + size_t(column);
   const uint8_t* codes = c.packed_codes.data() + row_index * size_t(c.k) / 2;
   const uint8_t* scales = c.scale_bytes.data() + row_index * size_t(c.k) / kBlockK;
@@ -60,7 +54,7 @@ uint32_t RecomputeElement(const FuzzCase& c, Transform transform, StepModel mode
 }
 
 std::string ElementText(const FuzzCase& c, ElementIndex e) {
-  return fmt::format("element [{}][{}] (group {})", e.row, e.column, GroupOfRow(c, e.row));
+  return fmt::format("element [{}][{}] (group {})", e.row, e.column, c.group_of_row(e.row));
 }
 
 CheckResult CheckPlan(int k, const Tactic& tactic) {

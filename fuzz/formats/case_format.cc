@@ -183,6 +183,10 @@ KernelRegistry FuzzCase::Registry() const {
   return result;
 }
 
+int FuzzCase::group_of_row(int row) const {
+  return int(std::upper_bound(row_offsets.begin(), row_offsets.end(), row) - row_offsets.begin()) - 1;
+}
+
 std::vector<int> FuzzCase::GroupsWithRows() const {
   std::vector<int> result;
   for (int g = 0; g < groups; ++g) {

@@ -90,6 +90,9 @@ struct FuzzCase {
 
   int rows() const { return row_offsets.empty() ? 0 : row_offsets.back(); }
   int group_rows(int group) const { return row_offsets[size_t(group) + 1] - row_offsets[size_t(group)]; }
+  // The group that owns row `row` (0 <= row < rows()): the last g with row_offsets[g] <= row,
+  // so empty groups are skipped.
+  int group_of_row(int row) const;
   // The groups that own at least one row, ascending: the only ones whose weights reach the
   // output (a top-6 decode over 256 experts: 6 of 256). Every group's weights are still
   // materialized: the layer's admission reads all scale bytes, and the kernels get the layer.

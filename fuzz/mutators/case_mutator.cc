@@ -406,10 +406,6 @@ void JumpToRealShape(FuzzCase& c, CaseRng& rng, const MutationProfile& p) {
 
 // ---- the places defects live
 
-int GroupOfRow(const FuzzCase& c, int row) {
-  return int(std::upper_bound(c.row_offsets.begin(), c.row_offsets.end(), row) - c.row_offsets.begin()) - 1;
-}
-
 // One element's value written where the case keeps it: into the payload, or as an override.
 void PlaceElement(FuzzCase& c, CaseRng& rng, TensorKind kind, uint16_t value) {
   const int64_t index = SiteIndex(c, kind, PickSite(c, rng));
@@ -730,7 +726,7 @@ ElementSite PickSite(const FuzzCase& c, CaseRng& rng) {
     site.row = c.row_offsets[size_t(site.group)];
   } else if (c.rows() > 0) {
     site.row = Uniform(rng, 0, c.rows() - 1);
-    site.group = GroupOfRow(c, site.row);
+    site.group = c.group_of_row(site.row);
   } else {
     site.group = Uniform(rng, 0, c.groups - 1);
   }

@@ -45,6 +45,14 @@ FuzzCase RecipeCase() {
   return c;
 }
 
+// group_of_row skips empty groups: rows 0..2 in group 1, rows 3..6 in group 3 (groups 0, 2 and 4 empty).
+TEST(CaseFormat, GroupOfRowSkipsEmptyGroups) {
+  FuzzCase c;
+  c.row_offsets = {0, 0, 3, 3, 7, 7};
+  const int expected[] = {1, 1, 1, 3, 3, 3, 3};
+  for (int row = 0; row < c.rows(); ++row) EXPECT_EQ(c.group_of_row(row), expected[row]) << "row " << row;
+}
+
 TEST(CaseFormat, RoundTripsAFixedCaseByteForByte) {
   const FuzzCase c = SmallCase();
   absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(c);

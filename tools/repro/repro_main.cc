@@ -635,7 +635,7 @@ static int Main(int argc, char** argv) {
   if (!status.ok()) {
     // One line (the contract of tools/README.md); --help prints the usage.
     fmt::print(stderr, "repro: {} (repro --help lists the flags)\n", std::string(status.message()));
-    return 2;
+    return mxdiff::repro::kExitBadInput;
   }
   if (sequence) return mxdiff::repro::RunSequence(absl::GetFlag(FLAGS_sequence));
   return mxdiff::repro::Run(line->positional.front());
