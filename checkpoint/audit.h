@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reference/admission.h"
@@ -96,6 +97,8 @@ const std::array<uint8_t, 256>& OrdinaryDeviations();
 std::vector<uint64_t> Coordinates(uint64_t index, std::span<const uint64_t> shape);
 
 std::string TextReport(const AuditResult& result);
+// The JSON report's "schema" value: written by JsonReport, required by ReadLayerVerdicts.
+inline constexpr std::string_view kAuditReportSchema = "mxdiff-audit/1";
 std::string JsonReport(const AuditResult& result);  // schema: checkpoint/README.md
 
 }  // namespace mxdiff::audit

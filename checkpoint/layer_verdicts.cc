@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "checkpoint/audit.h"
 #include "checkpoint/json_bytes.h"
 #include "checkpoint/strict_json.h"
 #include "fmt/core.h"
@@ -30,8 +31,8 @@ absl::StatusOr<std::vector<AuditedLayerVerdict>> ReadLayerVerdicts(std::string_v
   // A report naming a path or quoting bytes that are not UTF-8 escapes them (json_bytes.h).
   absl::StatusOr<json> report = ParseStrictJson("audit report", cli::ByteEscapesReplaced(json_report), 16, -1);
   if (!report.ok()) return report.status();
-  if (!report->is_object() || report->value("schema", "") != "mxdiff-audit/1") {
-    return Malformed("not an mxdiff audit report (schema mxdiff-audit/1)");
+  if (!report->is_object() || report->value("schema", "") != kAuditReportSchema) {
+    return Malformed(fmt::format("not an mxdiff audit report (schema {})", kAuditReportSchema));
   }
   const json* rule = report->contains("admission_rule") ? &(*report)["admission_rule"] : nullptr;
   if (rule == nullptr || !rule->is_object() || !rule->contains("version") || !(*rule)["version"].is_string()) {

@@ -112,7 +112,7 @@ Json LayerJson(const AuditResult& result, const KernelLayer& layer) {
 
 std::string JsonReport(const AuditResult& result) {
   Json report;
-  report["schema"] = "mxdiff-audit/1";
+  report["schema"] = kAuditReportSchema;
   report["admission_rule"] = {{"version", AdmissionRuleVersion()}, {"admitted_raw", DescribeFoldAdmittedSet()}};
   report["inputs"] = result.checkpoint.inputs;
   report["exit_status"] = ExitStatus(result);

@@ -50,6 +50,20 @@ TEST(PartialReport, StoppedAuditJudgesNothingAndItsJsonHoldsNoVerdict) {
   ASSERT_TRUE(ReadLayerVerdicts(JsonReport(kept)).ok());
 }
 
+// The report's schema is written and required through one constant: another value is refused.
+TEST(ReportSchema, WrittenAndReadThroughOneConstant) {
+  TempDir dir;
+  const std::string file = dir.Write("a.safetensors", BuildFile({{"layers.0.ffn.experts.0.w2.weight", "I8", {64, 16}},
+                                                                 {"layers.0.ffn.experts.0.w2.scale", "F8_E8M0", {64, 1}}}));
+  json report = json::parse(JsonReport(RunAudit({file}, KeepGoing(false))));
+  EXPECT_EQ(report["schema"], std::string(kAuditReportSchema));
+  ASSERT_TRUE(ReadLayerVerdicts(report.dump()).ok());
+  report["schema"] = "mxdiff-audit/0";
+  const absl::StatusOr<std::vector<AuditedLayerVerdict>> other = ReadLayerVerdicts(report.dump());
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find(std::string(kAuditReportSchema)), absl::string_view::npos) << other.status();
+}
+
 const KernelLayer* FindLayer(const AuditResult& result, const std::string& name) {
   for (const KernelLayer& layer : result.plan.layers) {
     if (layer.name == name) return &layer;
