@@ -105,10 +105,10 @@ Tactic SamePartitionTactic(const FuzzCase& c) {
     return true;
   };
   static constexpr int kCtaK[] = {4, 8, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256};
-  const int rotation = int(c.activations.empty() ? 0 : c.activations[0] % 13);
-  for (int i = 0; i < 13; ++i) {
+  const int rotation = int(c.activations.empty() ? 0 : c.activations[0] % std::size(kCtaK));
+  for (int i = 0; i < int(std::size(kCtaK)); ++i) {
     Tactic other = t;
-    other.cta_k = kCtaK[(i + rotation) % 13];
+    other.cta_k = kCtaK[(i + rotation) % std::size(kCtaK)];
     other.splits = splits;
     other.cta_m = t.cta_m == 16 ? 64 : 16;
     other.swizzle = (t.swizzle + 1) % (kMaxSwizzle + 1);

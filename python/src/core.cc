@@ -24,6 +24,7 @@
 #include "fuzz/formats/tensor_recipe.h"
 #include "kernels/route.h"
 #include "reference/admission.h"
+#include "reference/hash.h"
 #include "reference/error_bound.h"
 #include "reference/fp16.h"
 #include "reference/mx_spec.h"
@@ -356,11 +357,8 @@ fuzz::FuzzCase Decode(nb::bytes data) {
   return *std::move(c);
 }
 
-uint64_t Mix(uint64_t x) {  // SplitMix64's finalizer
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
+uint64_t Mix(uint64_t x) {  // SplitMix64's first output for seed x (reference/hash.h)
+  return SplitMix64::Finalize(x + SplitMix64::kGamma);
 }
 
 // A format-v2 case of this shape whose three tensors are recipes drawn from `seed` (value class,
