@@ -10,6 +10,7 @@
 #include "checkpoint/strict_json.h"
 #include "fmt/core.h"
 #include "reference/problem.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff::checkpoint {
 namespace {
@@ -109,12 +110,9 @@ absl::StatusOr<Expert> FindExpert(const Checkpoint& checkpoint, const std::strin
   absl::StatusOr<Projection> w3 = FindProjection(checkpoint, prefix + ".w3", why);
   if (!w3.ok()) return w3.status();
   // w1 and w3 [I, H/2], w2 [H, I/2].
-  if (absl::Status s = CheckShape(checkpoint, *w3, w1->rows, w1->k, audit::Quoted(w1->stem + ".weight")); !s.ok()) return s;
-  if (absl::Status s = CheckShape(checkpoint, *w2, w1->k, w1->rows,
-                                  fmt::format("{} transposed", audit::Quoted(w1->stem + ".weight")));
-      !s.ok()) {
-    return s;
-  }
+  MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, *w3, w1->rows, w1->k, audit::Quoted(w1->stem + ".weight")));
+  MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, *w2, w1->k, w1->rows,
+                                    fmt::format("{} transposed", audit::Quoted(w1->stem + ".weight"))));
   return Expert{*w1, *w2, *w3};
 }
 
@@ -124,23 +122,14 @@ absl::Status AppendExpert(const Checkpoint& checkpoint, const audit::ByteSource&
   const uint64_t hidden = uint64_t(w.hidden), slice = uint64_t(w.intermediate);
   const uint64_t row_begin = uint64_t(w.parallel.rank) * slice, row_end = row_begin + slice;
   for (const Projection* p : {&expert.w1, &expert.w3}) {
-    if (absl::Status s = AppendSlice(checkpoint, source, p->weight, hidden / 2, row_begin, row_end, 0, hidden / 2,
-                                     out.w13_codes, buffer);
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = AppendSlice(checkpoint, source, p->scale, hidden / kBlockK, row_begin, row_end, 0,
-                                     hidden / kBlockK, out.w13_scales, buffer);
-        !s.ok()) {
-      return s;
-    }
+    MXDIFF_RETURN_IF_ERROR(AppendSlice(checkpoint, source, p->weight, hidden / 2, row_begin, row_end, 0, hidden / 2,
+                                       out.w13_codes, buffer));
+    MXDIFF_RETURN_IF_ERROR(AppendSlice(checkpoint, source, p->scale, hidden / kBlockK, row_begin, row_end, 0,
+                                       hidden / kBlockK, out.w13_scales, buffer));
   }
   const uint64_t full = uint64_t(w.full_intermediate);
-  if (absl::Status s = AppendSlice(checkpoint, source, expert.w2.weight, full / 2, 0, hidden, row_begin / 2, slice / 2,
-                                   out.w2_codes, buffer);
-      !s.ok()) {
-    return s;
-  }
+  MXDIFF_RETURN_IF_ERROR(AppendSlice(checkpoint, source, expert.w2.weight, full / 2, 0, hidden, row_begin / 2,
+                                     slice / 2, out.w2_codes, buffer));
   return AppendSlice(checkpoint, source, expert.w2.scale, full / kBlockK, 0, hidden, row_begin / kBlockK,
                      slice / kBlockK, out.w2_scales, buffer);
 }
@@ -211,10 +200,8 @@ absl::StatusOr<std::vector<Expert>> FindRoutedExperts(const Checkpoint& checkpoi
     if (!expert.ok()) return expert.status();
     if (!experts.empty()) {
       const Projection& first = experts.front().w1;
-      if (absl::Status s = CheckShape(checkpoint, expert->w1, first.rows, first.k, audit::Quoted(first.stem + ".weight"));
-          !s.ok()) {
-        return s;
-      }
+      MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, expert->w1, first.rows, first.k,
+                                        audit::Quoted(first.stem + ".weight")));
     }
     experts.push_back(*std::move(expert));
   }
@@ -257,9 +244,7 @@ absl::StatusOr<std::optional<Expert>> FindSharedExpert(const Checkpoint& checkpo
   }
   absl::StatusOr<Expert> expert = FindExpert(checkpoint, shared_prefix, fmt::format("the shared expert of {}", layer));
   if (!expert.ok()) return expert.status();
-  if (absl::Status s = CheckShape(checkpoint, expert->w1, w1.rows, w1.k, audit::Quoted(w1.stem + ".weight")); !s.ok()) {
-    return s;
-  }
+  MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, expert->w1, w1.rows, w1.k, audit::Quoted(w1.stem + ".weight")));
   w.shared_expert = true;
   return *std::move(expert);
 }
@@ -274,7 +259,7 @@ absl::Status AppendExperts(const Checkpoint& checkpoint, const audit::ByteSource
   w.w2_scales.reserve(groups * hidden * inter / kBlockK);
   std::vector<uint8_t> buffer;
   for (const Expert& expert : experts) {
-    if (absl::Status s = AppendExpert(checkpoint, source, expert, w, buffer, w); !s.ok()) return s;
+    MXDIFF_RETURN_IF_ERROR(AppendExpert(checkpoint, source, expert, w, buffer, w));
   }
   return absl::OkStatus();
 }
@@ -283,7 +268,7 @@ absl::Status AppendExperts(const Checkpoint& checkpoint, const audit::ByteSource
 
 absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint, const audit::ByteSource& source,
                                                     std::string_view layer, TensorParallel parallel) {
-  if (absl::Status s = CheckTensorParallel(parallel); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(CheckTensorParallel(parallel));
   const std::set<int> numbers = ExpertNumbers(checkpoint, layer);
   if (numbers.empty()) return NoRoutedExpertError(checkpoint, layer);
   MoeLayerWeights w;
@@ -298,11 +283,11 @@ absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint
   absl::StatusOr<std::vector<Expert>> experts = FindRoutedExperts(checkpoint, layer, w.experts);
   if (!experts.ok()) return experts.status();
   const Projection& w1 = experts->front().w1;
-  if (absl::Status s = SetLayerSizes(layer, w1, parallel, w); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(SetLayerSizes(layer, w1, parallel, w));
   absl::StatusOr<std::optional<Expert>> shared = FindSharedExpert(checkpoint, layer, w1, w);
   if (!shared.ok()) return shared.status();
   if (*shared) experts->push_back(**std::move(shared));
-  if (absl::Status s = AppendExperts(checkpoint, source, *experts, w); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(AppendExperts(checkpoint, source, *experts, w));
   return w;
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/core.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 
@@ -38,15 +39,9 @@ absl::Status ValidateProblem(const GroupedProblem& problem) {
     return absl::InvalidArgumentError(fmt::format("{} has {} elements, the shape needs {}", what, have, want));
   };
   const size_t groups = size_t(problem.groups);
-  if (absl::Status s = expect_size("activations", problem.activations.size(),
-                                   size_t(problem.rows()) * size_t(problem.k));
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = expect_size("packed_codes", problem.packed_codes.size(), groups * problem.codes_per_group());
-      !s.ok()) {
-    return s;
-  }
+  MXDIFF_RETURN_IF_ERROR(expect_size("activations", problem.activations.size(),
+                                     size_t(problem.rows()) * size_t(problem.k)));
+  MXDIFF_RETURN_IF_ERROR(expect_size("packed_codes", problem.packed_codes.size(), groups * problem.codes_per_group()));
   return expect_size("scale_bytes", problem.scale_bytes.size(), groups * problem.scales_per_group());
 }
 

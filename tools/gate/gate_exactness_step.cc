@@ -17,6 +17,7 @@
 #include "tools/gate/gate_context.h"
 #include "tools/gate/gate_exactness.h"
 #include "tools/gate/gate_inputs.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff::gate {
 using Outputs = std::vector<std::vector<uint16_t>>;
@@ -28,8 +29,8 @@ absl::StatusOr<std::unique_ptr<MoeLayer>> DeviceLayer(const GateLayer& layer) {
   absl::StatusOr<std::unique_ptr<MoeLayer>> device =
       fuzz::CreateDeviceMoeLayer(MoeLayerConfig{.shape = w.shape(layer.top_k), .max_tokens = kGateMaxTokens});
   if (!device.ok()) return device.status();
-  if (absl::Status s = (*device)->WriteWeights(MoeGemm::kW13, 0, w.w13_codes, w.w13_scales); !s.ok()) return s;
-  if (absl::Status s = (*device)->WriteWeights(MoeGemm::kW2, 0, w.w2_codes, w.w2_scales); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR((*device)->WriteWeights(MoeGemm::kW13, 0, w.w13_codes, w.w13_scales));
+  MXDIFF_RETURN_IF_ERROR((*device)->WriteWeights(MoeGemm::kW2, 0, w.w2_codes, w.w2_scales));
   return device;
 }
 

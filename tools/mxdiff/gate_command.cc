@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "tools/gate/gate_run.h"
 #include "tools/mxdiff/commands.h"
+#include "reference/status_macros.h"
 
 ABSL_DECLARE_FLAG(std::string, arms);    // bench_command.cc's: here the arms the exactness step replays
 ABSL_DECLARE_FLAG(uint64_t, seed);       // calibrate_command.cc's
@@ -72,7 +73,7 @@ absl::Status ReadOptions(std::span<const std::string_view> args, gate::GateRunCo
     return absl::InvalidArgumentError(fmt::format("--rank={} is out of range for --tp={} (0..{})", o.parallel.rank,
                                                   o.parallel.tp, o.parallel.tp - 1));
   }
-  if (absl::Status s = ParseArms(absl::GetFlag(FLAGS_arms), o.arms); !s.ok()) return s;
+  MXDIFF_RETURN_IF_ERROR(ParseArms(absl::GetFlag(FLAGS_arms), o.arms));
   o.cases = absl::GetFlag(FLAGS_cases);
   o.fuzz_seconds = absl::GetFlag(FLAGS_fuzz_time);
   o.bench_budget_s = absl::GetFlag(FLAGS_budget_s);
