@@ -87,13 +87,18 @@ ShapeClass ShapeClassOf(const FuzzCase& c) {
 }
 
 std::string CountersText(const DifferentialCounters& n) {
+  std::string seconds;
+  for (size_t phase = 0; phase < kPhaseCount; ++phase) {
+    seconds += fmt::format("seconds_{} {:.3f}\n", kPhaseNames[phase], n.seconds[phase]);
+  }
   return fmt::format(
       "cases {}\nsmall {}\ndecode {}\nhuge {}\nelements {}\ncpu {}\ndevice {}\ncpu_checked {}\nfallbacks {}\n"
       "refused {}\ndisagreements {}\nruns_refused {}\ndevice_materialized {}\nhost_codes_skipped {}\n"
       "host_codes_late {}\n",
       n.cases, n.cases_by_shape[0], n.cases_by_shape[1], n.cases_by_shape[2], n.elements_compared, n.cases_cpu,
       n.cases_device, n.cases_cpu_checked, n.device_fallbacks, n.device_refused, n.oracle_disagreements,
-      n.runs_refused, n.cases_device_materialized, n.host_codes_skipped, n.host_codes_late);
+      n.runs_refused, n.cases_device_materialized, n.host_codes_skipped, n.host_codes_late) +
+         seconds;
 }
 
 bool GoesDeviceWay(const FuzzCase& c, const OracleSettings& settings, const ReferenceOracle* oracle) {
@@ -142,8 +147,15 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
   if (case_.large && !cpu_only) {
     // The device way: the oracle's own materialization of the recipes (same bits, no weights
     // copied); else the host's tensors of the groups with rows.
-    const absl::Status status = case_.device_way ? device_oracle_->GemmCase(c, entry.options, entry.bits)
-                                                 : device_oracle_->Gemm(OracleProblem(c), entry.options, entry.bits);
+    absl::Status status;
+    if (case_.device_way) {
+      PhaseTimer timer(counters_.seconds_in(Phase::kDeviceReference));
+      status = device_oracle_->GemmCase(c, entry.options, entry.bits);
+    } else {
+      const GroupedProblem problem = OracleProblem(c);
+      PhaseTimer timer(counters_.seconds_in(Phase::kDeviceReference));
+      status = device_oracle_->Gemm(problem, entry.options, entry.bits);
+    }
     if (status.ok()) {
       case_.on_device = true;
       case_.device_materialized |= case_.device_way;
@@ -167,8 +179,7 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
     }
   }
   case_.on_cpu = true;
-  if (absl::Status status = ReferenceGemm(HostCase(c).Problem(), entry.options, entry.bits); !status.ok())
-    return status;
+  if (absl::Status status = CpuReference(HostCase(c), entry.options, entry.bits); !status.ok()) return status;
   return &reference_cache_.emplace(key, std::move(entry)).first->second;
 }
 
@@ -203,7 +214,7 @@ GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& original) {
 
 absl::Status GemmDifferential::ConfirmOnCpu(const FuzzCase& c, ReferenceBits& entry, CaseEvaluation& evaluation) {
   std::vector<uint16_t> cpu;
-  if (absl::Status status = ReferenceGemm(HostCase(c).Problem(), entry.options, cpu); !status.ok()) return status;
+  if (absl::Status status = CpuReference(HostCase(c), entry.options, cpu); !status.ok()) return status;
   case_.cpu_checked = true;
   entry.unconfirmed = false;
   size_t differ = 0, first = cpu.size();
@@ -243,7 +254,7 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c, CaseEvaluation& ev
     options.tactic = c.tactic;
     options.threads = 1;
     std::vector<uint16_t> single;
-    absl::Status status = ReferenceGemm(HostCase(c).Problem(), options, single);
+    absl::Status status = CpuReference(HostCase(c), options, single);
     absl::StatusOr<ReferenceBits*> multi = Reference(c, transform, c.model, c.tactic, evaluation, /*cpu_only=*/true);
     if (!status.ok() || !multi.ok()) {
       return Finding{"reference/rejected-valid-case",
@@ -255,6 +266,18 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c, CaseEvaluation& ev
     }
   }
   return std::nullopt;
+}
+
+absl::Status GemmDifferential::CpuReference(const FuzzCase& c, const ReferenceOptions& options,
+                                            std::vector<uint16_t>& bits) {
+  PhaseTimer timer(counters_.seconds_in(Phase::kCpuReference));
+  return ReferenceGemm(c.Problem(), options, bits);
+}
+
+absl::StatusOr<Route> GemmDifferential::RunModule(GemmModule& module, const FuzzCase& c, const Tactic& tactic,
+                                                  std::span<uint16_t> output) {
+  PhaseTimer timer(counters_.seconds_in(Phase::kKernels));
+  return module.Run(c, tactic, output);
 }
 
 CheckResult GemmDifferential::CheckHealth(GemmModule& module, const ModuleRun& run) {
@@ -351,7 +374,7 @@ CheckResult GemmDifferential::CheckDeterminism(const FuzzCase& c, GemmModule& mo
   const size_t elements = run.output.size();
   const Tactic again_tactic = module.ReorderedTactic(run.tactic).value_or(run.tactic);
   std::vector<uint16_t> second(elements, kOutputPoison);
-  absl::StatusOr<Route> again = module.Run(c, again_tactic, second);
+  absl::StatusOr<Route> again = RunModule(module, c, again_tactic, second);
   if (again.ok() && SameRouteButSwizzle(*again, route) && second == run.output) return std::nullopt;
   size_t first_difference = 0;
   while (first_difference < elements && second[first_difference] == run.output[first_difference]) {
@@ -378,7 +401,7 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   run.expected = module.ExpectedRoute(c, run.tactic, admission);
   run.output.assign(size_t(c.rows()) * size_t(c.n), kOutputPoison);
   const FuzzCase& input = module.TakesRecipeCodes() ? c : HostCase(c);  // its codes where it needs them
-  run.route = module.Run(input, run.tactic, run.output);
+  run.route = RunModule(module, input, run.tactic, run.output);
   auto verdict = [&](size_t check, CheckResult finding) {
     evaluation.verdicts.push_back({kCheckNames[check], run.module, std::move(finding)});
   };
@@ -433,7 +456,7 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
 CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
   reference_cache_.clear();
   CaseEvaluation evaluation;
-  const LayerAdmission admission = AdmitLayer(c.scale_bytes);  // once: a 256-expert layer has 32 MB of scales
+  const LayerAdmission& admission = Admission(c);
   layer_admitted_ = admission.admitted;
   for (const std::unique_ptr<GemmModule>& module : modules_) EvaluateModule(c, *module, admission, evaluation);
   bool any_ran = false;
@@ -464,9 +487,22 @@ CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
   return evaluation;
 }
 
+const LayerAdmission& GemmDifferential::Admission(const FuzzCase& c) {
+  PhaseTimer timer(counters_.seconds_in(Phase::kAdmission));
+  // A recipe and the tensor's size decide every scale byte: most mutations keep them.
+  const std::optional<TensorRecipe>& recipe = c.recipe(TensorKind::kScales);
+  if (!recipe || admission_memo_.recipe != recipe || admission_memo_.scale_bytes != c.scale_bytes.size()) {
+    admission_memo_.admission = AdmitLayer(c.scale_bytes);
+    admission_memo_.recipe = recipe;
+    admission_memo_.scale_bytes = c.scale_bytes.size();
+  }
+  return admission_memo_.admission;
+}
+
 const FuzzCase& GemmDifferential::HostCase(const FuzzCase& c) {
   if (!case_.codes_deferred) return c;
   if (!case_.codes_late) {
+    PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
     case_.codes_late = true;
     host_case_ = c;
     host_case_.packed_codes.resize(c.element_count(TensorKind::kCodes) / 2);
@@ -488,19 +524,13 @@ absl::StatusOr<bool> DecodeForDifferential(std::span<const uint8_t> input, const
     if (absl::Status status = DecodeCaseInto(input, c, Materialize::kYes, memo); !status.ok()) return status;
     return false;
   }
-  // Everything but the codes: the description's fields, then its other recipe tensors.
-  c = description;
-  std::optional<TensorRecipe> codes = std::move(c.recipe(TensorKind::kCodes));
-  c.recipe(TensorKind::kCodes).reset();
-  MaterializeCase(c);
-  c.recipe(TensorKind::kCodes) = std::move(codes);
-  c.packed_codes.clear();
-  if (memo != nullptr) *memo = {};  // c's payloads are no longer the memo's
+  if (absl::Status status = DecodeCaseInto(input, c, Materialize::kAllButCodes, memo); !status.ok()) return status;
   return true;
 }
 
 void GemmDifferential::ForgetState() {
   reference_cache_.clear();
+  admission_memo_ = {};
   for (const std::unique_ptr<GemmModule>& module : modules_) module->ForgetState();
 }
 

@@ -22,6 +22,7 @@
 // reference is computed first, and a wrong device oracle is a finding of its own.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -68,6 +69,28 @@ bool CpuCheckSampled(const FuzzCase& fuzz_case, int every);
 // weights materialized on the device, not on the host's copy. Counted as `device_materialized`.
 bool GoesDeviceWay(const FuzzCase& fuzz_case, const OracleSettings& settings, const ReferenceOracle* oracle);
 
+// Where a worker's time goes (wall clock, summed over cases): decoding an input and materializing
+// its tensors on the host, the layer's admission, the kernel modules' runs (preparing a layer
+// included), the CPU reference and the device reference. What is left of a worker's time is
+// libFuzzer's and the checks' own.
+enum class Phase { kDecode, kAdmission, kKernels, kCpuReference, kDeviceReference };
+inline constexpr std::string_view kPhaseNames[] = {"decode", "admission", "kernels", "cpu_reference",
+                                                   "device_reference"};
+inline constexpr size_t kPhaseCount = std::size(kPhaseNames);
+
+// Adds the seconds from its making to its end to `seconds`.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& seconds) : seconds_(seconds), start_(std::chrono::steady_clock::now()) {}
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+  ~PhaseTimer() { seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  double& seconds_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 // What the differential did since it was made (fuzz_gemm's stats, the campaign's report).
 struct DifferentialCounters {
   size_t cases = 0;
@@ -85,6 +108,8 @@ struct DifferentialCounters {
   size_t host_codes_skipped = 0;  // cases whose codes the host never materialized (NeedsHostCodes)
   size_t host_codes_late = 0;     // cases handed without codes that needed them on the host after all
                                   // (a kernel disagreed with the device oracle, or it fell back)
+  double seconds[kPhaseCount] = {};  // by Phase
+  double& seconds_in(Phase phase) { return seconds[size_t(phase)]; }
 };
 
 struct CheckVerdict {
@@ -136,6 +161,8 @@ class GemmDifferential {
   size_t cases_compared() const { return cases_compared_; }
   size_t runs_unsupported() const { return runs_unsupported_; }
   const DifferentialCounters& counters() const { return counters_; }
+  // Decoding happens outside (DecodeForDifferential): its caller adds the time here.
+  double& decode_seconds() { return counters_.seconds_in(Phase::kDecode); }
   const ReferenceOracle* device_oracle() const { return device_oracle_.get(); }
   const OracleSettings& oracle_settings() const { return settings_; }
   // Why the device oracle last fell back to the CPU (empty: never).
@@ -160,6 +187,10 @@ class GemmDifferential {
   // Computes the entry on the CPU, records the device-vs-cpu verdict and keeps the CPU's bits.
   absl::Status ConfirmOnCpu(const FuzzCase& fuzz_case, ReferenceBits& entry, CaseEvaluation& evaluation);
   CheckResult CheckCpuSide(const FuzzCase& fuzz_case, CaseEvaluation& evaluation);
+  // The CPU reference and a module's run, each timed into its phase.
+  absl::Status CpuReference(const FuzzCase& fuzz_case, const ReferenceOptions& options, std::vector<uint16_t>& bits);
+  absl::StatusOr<Route> RunModule(GemmModule& module, const FuzzCase& fuzz_case, const Tactic& tactic,
+                                  std::span<uint16_t> output);
   // What the device oracle is handed: the groups with rows alone (an output element reads only its
   // row's group, so the bits are the same), so a 256-expert layer with 6 routed experts crosses
   // PCIe as 6 experts, not 570 MB. Built once per case.
@@ -173,6 +204,8 @@ class GemmDifferential {
   CheckResult CheckWritten(const FuzzCase& fuzz_case, const ModuleRun& run);
   CheckResult CheckBits(const FuzzCase& fuzz_case, ModuleRun& run, CaseEvaluation& evaluation);
   CheckResult CheckDeterminism(const FuzzCase& fuzz_case, GemmModule& module, const ModuleRun& run);
+  // The layer's admission (timed), computed again only where the scale bytes may have changed.
+  const LayerAdmission& Admission(const FuzzCase& fuzz_case);
   // The case with its codes on the host: itself, or (once per case) a copy with them materialized.
   const FuzzCase& HostCase(const FuzzCase& fuzz_case);
 
@@ -190,6 +223,11 @@ class GemmDifferential {
     bool codes_late = false;           // and HostCase materialized them after all
   } case_;
   FuzzCase host_case_;  // HostCase's copy, reused across cases
+  struct AdmissionMemo {
+    std::optional<TensorRecipe> recipe;  // of the scales last admitted; none: they were bytes
+    size_t scale_bytes = 0;
+    LayerAdmission admission;
+  } admission_memo_;
   struct CompactProblem {  // OracleProblem's storage, reused across cases
     bool ready = false;
     int groups = 0;

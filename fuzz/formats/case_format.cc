@@ -237,13 +237,14 @@ std::span<uint8_t> TensorBytesOf(FuzzCase& c, TensorKind kind) {
 
 }  // namespace
 
-void MaterializeCase(FuzzCase& c, int threads, MaterializationMemo* memo) {
+void MaterializeCase(FuzzCase& c, int threads, MaterializationMemo* memo, Materialize what) {
   for (int index = 0; index < kTensorKindCount; ++index) {
     const TensorKind kind = TensorKind(index);
     const std::optional<TensorRecipe>& recipe = c.recipe(kind);
     MaterializationMemo::Tensor* remembered = memo != nullptr ? &memo->tensors[size_t(index)] : nullptr;
-    if (!recipe) {  // an explicit payload now owns the vector
+    if (!recipe || (kind == TensorKind::kCodes && what == Materialize::kAllButCodes)) {
       if (remembered != nullptr) remembered->valid = false;
+      if (recipe) c.packed_codes.clear();
       continue;
     }
     const size_t elements = c.element_count(kind);
@@ -309,8 +310,8 @@ absl::Status DecodeCaseInto(std::span<const uint8_t> bytes, FuzzCase& fuzz_case,
     if (memo != nullptr) *memo = {};  // the reader may have written any payload vector
     return status;
   }
-  if (materialize == Materialize::kYes) {
-    MaterializeCase(fuzz_case, 0, memo);
+  if (materialize != Materialize::kNo) {
+    MaterializeCase(fuzz_case, 0, memo, materialize);
   } else {
     if (memo != nullptr) *memo = {};
     if (fuzz_case.recipe(TensorKind::kActivations)) fuzz_case.activations.clear();

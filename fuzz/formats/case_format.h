@@ -126,17 +126,19 @@ struct MaterializationMemo {
   std::array<Tensor, kTensorKindCount> tensors;
 };
 
+// kNo leaves recipe tensors' vectors empty: the mutator works on the description alone and
+// never pays for 0.5 GB of weights it would not read. kAllButCodes leaves only a recipe's codes
+// empty (fuzz_gemm's device way: the device materializes them).
+enum class Materialize { kYes, kNo, kAllButCodes };
+
 // Sizes every recipe tensor's vector for the shape and fills it from its recipe (explicit
 // payloads are left as they are). `threads` as in tensor_recipe.h (0: by size and hardware).
-void MaterializeCase(FuzzCase& fuzz_case, int threads = 0, MaterializationMemo* memo = nullptr);
+void MaterializeCase(FuzzCase& fuzz_case, int threads = 0, MaterializationMemo* memo = nullptr,
+                     Materialize what = Materialize::kYes);
 
 // Checks every bound and every explicit payload's size; the decoder and encoder both apply it.
 // A recipe tensor's vector must be empty or of the shape's size.
 absl::Status ValidateCase(const FuzzCase& fuzz_case);
-
-// kNo leaves recipe tensors' vectors empty: the mutator works on the description alone and
-// never pays for 0.5 GB of weights it would not read.
-enum class Materialize { kYes, kNo };
 
 absl::StatusOr<FuzzCase> DecodeCase(std::span<const uint8_t> bytes);
 // The same into an existing case, reusing its buffers (the fuzz loop decodes without

@@ -363,7 +363,8 @@ void JumpToRealShape(FuzzCase& c, CaseRng& rng, const MutationProfile& p) {
       s.rows[size_t(order[size_t(i)])] = Uniform(rng, 1, rows_each_max);
     }
   };
-  switch (rng() % 6) {
+  // Two jumps in three to a decode step's routing (0..2: the campaign's decode class).
+  switch (OneIn(rng, 3) ? 3 + rng() % 3 : rng() % 3) {
     case 0:  // one token, top-6 over exactly the chosen experts
       break;
     case 1:  // one token over all 256 routed experts

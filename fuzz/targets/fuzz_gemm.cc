@@ -133,13 +133,13 @@ InputFindings Check(std::span<const uint8_t> input, bool fresh) {
   // host (DecodeForDifferential): only the device materializes them.
   static thread_local FuzzCase fuzz_case, description;  // buffers reused across inputs
   static thread_local MaterializationMemo memo;
-  if (fresh) {
-    FuzzCase decoded;
-    if (!DecodeForDifferential(input, *differential, decoded, description, nullptr).ok()) return std::nullopt;
-    return Evaluate(decoded);
+  FuzzCase decoded;
+  FuzzCase& c = fresh ? decoded : fuzz_case;
+  {
+    PhaseTimer timer(differential->decode_seconds());
+    if (!DecodeForDifferential(input, *differential, c, description, fresh ? nullptr : &memo).ok()) return std::nullopt;
   }
-  if (!DecodeForDifferential(input, *differential, fuzz_case, description, &memo).ok()) return std::nullopt;
-  return Evaluate(fuzz_case);
+  return Evaluate(c);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "fmt/core.h"
 #include "reference/device/device_launch.h"
 #include "reference/fp16.h"
+#include "reference/status_macros.h"
 
 namespace mxdiff {
 namespace {
@@ -22,7 +23,9 @@ absl::Status CudaStatus(cudaError_t error, const char* what) {
   return absl::InternalError(message);
 }
 
-// Device memory for `count` values of T, freed on every path out.
+// Device memory for values of T, kept and grown as needed: a fuzzing worker calls the device
+// reference thousands of times a second, and cudaMalloc/cudaFree (which waits for the device)
+// per call cost more than the small cases' kernels.
 template <typename T>
 class DeviceArray {
  public:
@@ -32,7 +35,14 @@ class DeviceArray {
   ~DeviceArray() { cudaFree(data_); }
 
   absl::Status Allocate(size_t count) {
-    return CudaStatus(cudaMalloc(&data_, count == 0 ? 1 : count * sizeof(T)), "cudaMalloc");
+    const size_t bytes = count == 0 ? 1 : count * sizeof(T);
+    if (bytes <= capacity_) return absl::OkStatus();
+    cudaFree(data_);
+    data_ = nullptr;
+    capacity_ = 0;
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data_, bytes), "cudaMalloc"));
+    capacity_ = bytes;
+    return absl::OkStatus();
   }
   absl::Status Upload(std::span<const T> values) {
     if (absl::Status status = Allocate(values.size()); !status.ok()) return status;
@@ -49,7 +59,21 @@ class DeviceArray {
 
  private:
   T* data_ = nullptr;
+  size_t capacity_ = 0;
 };
+
+// One calling thread's device memory, reused from call to call.
+struct Workspace {
+  DeviceArray<int32_t> row_offsets;
+  DeviceArray<uint16_t> activations;
+  DeviceArray<uint32_t> result;
+  DeviceArray<uint8_t> codes, scales;
+};
+
+Workspace& ThreadWorkspace() {
+  static thread_local Workspace workspace;
+  return workspace;
+}
 
 absl::Status RequireDevice() {
   std::string why;
@@ -76,9 +100,10 @@ namespace {
 absl::Status GemmF32WithDeviceWeights(const GroupedProblem& problem, const uint8_t* device_codes,
                                       const uint8_t* device_scales, const ReferenceOptions& options,
                                       std::vector<uint32_t>& output) {
-  DeviceArray<int32_t> row_offsets;
-  DeviceArray<uint16_t> activations;
-  DeviceArray<uint32_t> result;
+  Workspace& workspace = ThreadWorkspace();
+  DeviceArray<int32_t>& row_offsets = workspace.row_offsets;
+  DeviceArray<uint16_t>& activations = workspace.activations;
+  DeviceArray<uint32_t>& result = workspace.result;
   for (absl::Status status : {row_offsets.Upload(problem.row_offsets), activations.Upload(problem.activations)}) {
     if (!status.ok()) return status;
   }
@@ -115,7 +140,8 @@ absl::Status DeviceReferenceGemmF32(const GroupedProblem& problem, const Referen
                                     std::vector<uint32_t>& output) {
   if (absl::Status status = ValidateReferenceInputs(problem, options); !status.ok()) return status;
   if (absl::Status status = RequireDevice(); !status.ok()) return status;
-  DeviceArray<uint8_t> codes, scales;
+  DeviceArray<uint8_t>& codes = ThreadWorkspace().codes;
+  DeviceArray<uint8_t>& scales = ThreadWorkspace().scales;
   for (absl::Status status : {codes.Upload(problem.packed_codes), scales.Upload(problem.scale_bytes)}) {
     if (!status.ok()) return status;
   }

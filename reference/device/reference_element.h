@@ -61,11 +61,10 @@ MXDIFF_HD uint32_t ReferenceElement(const GemmArgs& args, int64_t index) {
     const KRange range = split_k_range(args.k, args.cta_k, args.requested_splits, split);
     uint32_t acc = 0;  // +0
     for (int k = range.begin; k < range.end; k += 4) {
+      // k is a multiple of 4 (so is every split's start), so a step's four weights share a block.
+      const uint16_t scale = prepared_scale(transform, scales[k / kBlockK]);
       uint16_t weights[4];
-      for (int i = 0; i < 4; ++i) {
-        const uint16_t scale = prepared_scale(transform, scales[(k + i) / kBlockK]);
-        weights[i] = dequantize(transform, unpack_code(codes, k + i), scale);
-      }
+      for (int i = 0; i < 4; ++i) weights[i] = dequantize(transform, unpack_code(codes, k + i), scale);
       acc = hd::Step(model, acc, activations + k, weights);
     }
     reduced = split == 0 ? acc : hd::ReduceAdd(model, reduced, acc);

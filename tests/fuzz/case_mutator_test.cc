@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "fuzz/checks/gemm_differential.h"
 #include "fuzz/mutators/mutation_sequence.h"
 #include "fuzz/driver/target_driver.h"
 #include "gtest/gtest.h"
@@ -108,7 +109,7 @@ TEST(CaseMutator, EncodedMutationRepairsGarbageAndRespectsMaxSize) {
 struct RealShapeCounts {
   std::map<std::string, int> shapes;  // decode shape name -> cases
   int top6_over_6 = 0, top6_over_256 = 0, few_rows = 0, shared_expert = 0, rows_512 = 0, one_of_256 = 0;
-  int small = 0, total = 0;
+  int small = 0, decode_class = 0, total = 0;
 };
 
 RealShapeCounts CountRealShapes(uint64_t seed, int mutations) {
@@ -119,6 +120,7 @@ RealShapeCounts CountRealShapes(uint64_t seed, int mutations) {
     MutateCase(c, rng, kGemmProfile);
     ++counts.total;
     counts.small += WithinLimits(c, kGemmProfile.small);
+    counts.decode_class += ShapeClassOf(c) == ShapeClass::kDecode;
     const std::vector<int> owning = c.GroupsWithRows();
     int max_rows = 0;
     for (int g : owning) max_rows = std::max(max_rows, c.group_rows(g));
@@ -136,11 +138,12 @@ RealShapeCounts CountRealShapes(uint64_t seed, int mutations) {
   return counts;
 }
 
-TEST(CaseMutator, FuzzGemmReachesTheRealDecodeShapesWhileMostCasesStaySmall) {
+TEST(CaseMutator, FuzzGemmSpendsAThirdOfItsCasesAtTheRealDecodeShapes) {
   const uint64_t seed = mxdiff::testing::TestSeed();
   constexpr int kMutations = 20000;
   const RealShapeCounts counts = CountRealShapes(seed, kMutations);
-  std::printf("of %d mutations (MXDIFF_SEED=%llu): %d small;", counts.total, (unsigned long long)seed, counts.small);
+  std::printf("of %d mutations (MXDIFF_SEED=%llu): %d small, %d of the campaign's decode class;", counts.total,
+              (unsigned long long)seed, counts.small, counts.decode_class);
   for (const auto& [name, count] : counts.shapes) std::printf(" %s %d,", name.c_str(), count);
   std::printf(" top-6 over 6 experts %d, over 256 %d, a few rows %d, shared expert %d, one of 256 %d, 512 rows %d\n",
               counts.top6_over_6, counts.top6_over_256, counts.few_rows, counts.shared_expert, counts.one_of_256,
@@ -148,14 +151,16 @@ TEST(CaseMutator, FuzzGemmReachesTheRealDecodeShapesWhileMostCasesStaySmall) {
   for (const DecodeShape& shape : kDecodeShapes) {
     EXPECT_GE(counts.shapes.count(std::string(shape.name)) ? counts.shapes.at(std::string(shape.name)) : 0, kMutations / 400) << shape.name;
   }
-  // One jump in 32, then kept or shrunk: about 1 case in 16 real, each routing about 1 in 6 of those.
+  // One jump in 2, pulled back in one mutation of 2: about half the cases real, each routing about
+  // 1 in 6 of those; a third at the decode shapes the campaign counts (issue 19).
+  EXPECT_GE(counts.decode_class, kMutations / 3);
   EXPECT_GE(counts.top6_over_6, kMutations / 2000);
   EXPECT_GE(counts.top6_over_256, kMutations / 2000);
   EXPECT_GE(counts.few_rows, kMutations / 2000);
   EXPECT_GE(counts.shared_expert, kMutations / 2000);
   EXPECT_GE(counts.one_of_256, kMutations / 2000);
   EXPECT_GE(counts.rows_512, kMutations / 4000);
-  EXPECT_GE(counts.small, kMutations * 85 / 100);
+  EXPECT_GE(counts.small, kMutations * 30 / 100);
   // The CPU targets never leave their small profiles.
   CaseRng rng(seed);
   FuzzCase c = RandomCase(rng, kReferenceProfile);

@@ -3,7 +3,8 @@
 // every check over every loaded module (the builtin kernels where a GPU exists, modules chosen
 // by MXDIFF_MODULES / MXDIFF_DISABLE_MODULES / MXDIFF_EXTERNAL as for fuzz_gemm). Not a test:
 //   build/tests/fuzz/fuzz_gemm_benchmark [--benchmark_filter=...]
-// items_per_second is executions per second of one worker. The campaign's table
+// items_per_second is executions per second of one worker; the <phase>_ms counters say where an
+// execution's time went (gemm_differential.h's Phase). The campaign's table
 // (tools/campaign) gives the same rate with libFuzzer's own work included. The oracle is fuzz_gemm's:
 // the device reference for large cases, 1 in MXDIFF_CPU_CHECK_EVERY (16) also on the CPU (0: the
 // CPU reference alone, the rate before issue 19). Each input is decoded as fuzz_gemm decodes it
@@ -79,14 +80,19 @@ void RunInputs(benchmark::State& state, const std::vector<std::vector<uint8_t>>&
   FuzzCase c, description;
   MaterializationMemo memo;
   size_t next = 0;
+  const DifferentialCounters before = differential->counters();
   for (auto _ : state) {
     const std::vector<uint8_t>& input = inputs[next++ % inputs.size()];
     static const bool host_codes = [] {
       const char* value = std::getenv("MXDIFF_BENCH_HOST_CODES");
       return value != nullptr && std::string(value) == "1";
     }();
-    const absl::Status status = host_codes ? DecodeCaseInto(input, c, Materialize::kYes, &memo)
-                                           : DecodeForDifferential(input, *differential, c, description, &memo).status();
+    absl::Status status;
+    {
+      PhaseTimer timer(differential->decode_seconds());
+      status = host_codes ? DecodeCaseInto(input, c, Materialize::kYes, &memo)
+                          : DecodeForDifferential(input, *differential, c, description, &memo).status();
+    }
     if (!status.ok()) {
       state.SkipWithError(status.ToString().c_str());
       return;
@@ -97,6 +103,11 @@ void RunInputs(benchmark::State& state, const std::vector<std::vector<uint8_t>>&
     }
   }
   state.SetItemsProcessed(int64_t(state.iterations()));
+  // Milliseconds per execution in each phase (the rest is decoding's caller and the checks).
+  for (size_t phase = 0; phase < kPhaseCount; ++phase) {
+    state.counters[fmt::format("{}_ms", kPhaseNames[phase])] =
+        1e3 * (differential->counters().seconds[phase] - before.seconds[phase]) / double(state.iterations());
+  }
   state.counters["modules"] = double(differential->modules().size());
 }
 

@@ -11,6 +11,9 @@ formats the report. Pure functions: tests/tools/campaign/stats_test.py checks th
 # "device_oracle" is 1 where the worker has the device reference (summed: the workers that have it).
 COUNTERS = ("cases", "small", "decode", "huge", "elements", "cpu", "device", "cpu_checked", "fallbacks", "refused",
             "disagreements", "runs_refused", "device_oracle")
+# Seconds each worker spent per phase (gemm_differential.h's Phase), summed over the workers.
+PHASES = ("decode", "admission", "kernels", "cpu_reference", "device_reference")
+PHASE_COUNTERS = tuple("seconds_" + phase for phase in PHASES)
 
 
 def parse_stats(text):
@@ -19,13 +22,13 @@ def parse_stats(text):
     if not text or not text.strip():
         return None
     stats = {name: 0 for name in COUNTERS}
-    stats["seconds"] = 0.0
+    stats.update({name: 0.0 for name in ("seconds",) + PHASE_COUNTERS})
     for line in text.splitlines():
         parts = line.split()
         if len(parts) != 2 or parts[0] not in stats:
             continue
         try:
-            stats[parts[0]] = float(parts[1]) if parts[0] == "seconds" else int(parts[1], 10)
+            stats[parts[0]] = float(parts[1]) if parts[0].startswith("seconds") else int(parts[1], 10)
         except ValueError:
             continue
     return stats
@@ -44,7 +47,7 @@ def total(per_worker):
     present = [s for s in per_worker if s is not None]
     if not present:
         return None
-    summed = {name: sum(s[name] for s in present) for name in COUNTERS}
+    summed = {name: sum(s[name] for s in present) for name in COUNTERS + PHASE_COUNTERS}
     summed["seconds"] = max(s["seconds"] for s in present)
     return summed
 
@@ -83,6 +86,20 @@ def sustained(samples, window):
     return ((end_n - start_n) / span if span > 0 else 0.0), span
 
 
+def phase_line(totals, worker_seconds):
+    """Where the workers' time went: each phase's share of the seconds all workers ran (and per
+    case), the rest being libFuzzer's own and the checks'."""
+    cases = totals["cases"]
+    parts = []
+    for phase, name in zip(PHASES, PHASE_COUNTERS):
+        share = totals[name] / worker_seconds if worker_seconds > 0 else 0.0
+        per_case = f", {1e3 * totals[name] / cases:.3g} ms/case" if cases else ""
+        parts.append(f"{phase} {100 * share:.1f}%{per_case}")
+    rest = worker_seconds - sum(totals[name] for name in PHASE_COUNTERS)
+    parts.append(f"other {100 * rest / worker_seconds:.1f}%" if worker_seconds > 0 else "other -")
+    return f"  time by phase (of {worker_seconds:.0f} worker-seconds): " + "; ".join(parts)
+
+
 def _rate(count, seconds):
     return f"{count / seconds:.3g}/s" if seconds > 0 else "-"
 
@@ -117,6 +134,7 @@ def report_lines(target, per_worker, elapsed, samples, interval, window=300):
                      f"{totals['device']}; device-vs-CPU disagreements: {totals['disagreements']}; fallbacks to the "
                      f"CPU: {totals['fallbacks']} (no device reference) + {totals['refused']} (out of device memory); "
                      f"kernel runs refused out of memory: {totals['runs_refused']}")
+        lines.append(phase_line(totals, sum(stats["seconds"] for stats in per_worker if stats is not None)))
     rates = interval_rates(samples, interval)
     if rates:
         lines.append(f"{target}: executions per {interval} s interval: " +

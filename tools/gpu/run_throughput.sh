@@ -7,7 +7,7 @@
 #      CPU reference alone (MXDIFF_CPU_CHECK_EVERY=0, the rate before) and with the device oracle (16),
 #      then 16 with every case's codes on the host (MXDIFF_BENCH_HOST_CODES=1: without the device way)
 #   4. with MXDIFF_FUZZ_BUILD_DIR (a -DMXDIFF_FUZZING=ON build holding fuzz/fuzz_gemm): `campaign --targets fuzz_gemm` for MXDIFF_FUZZ_TIME seconds (default 600)
-#      with MXDIFF_WORKERS_PER_GPU workers per GPU (default 4), corpus/ left as it is; its report
+#      with MXDIFF_WORKERS_PER_GPU workers per GPU (default: the campaign's), corpus/ left as it is; its report
 #      ends with what was compared and the executions per 30 s interval.
 # Logs go to $OUT (or ./throughput-out); a summary is printed last. Exit status: 0 when every step
 # passed.
@@ -52,7 +52,7 @@ grep -E "^(small|w13)[a-z_0-9]*/|oracle:|codes:|^device_materialized|^host_codes
 if [ -n "$fuzz_build" ]; then
   time_s=${MXDIFF_FUZZ_TIME:-600}
   step "campaign fuzz_gemm ${time_s} s" "$out/campaign.log" $((time_s + 300)) tools/campaign/campaign \
-    --build-dir "$fuzz_build" --targets fuzz_gemm --time "$time_s" --workers-per-gpu "${MXDIFF_WORKERS_PER_GPU:-4}" \
+    --build-dir "$fuzz_build" --targets fuzz_gemm --time "$time_s" ${MXDIFF_WORKERS_PER_GPU:+--workers-per-gpu "$MXDIFF_WORKERS_PER_GPU"} \
     --cpu-check-every "${MXDIFF_CPU_CHECK_EVERY:-16}" --no-merge --out "$out/campaign"
   sed -n '/^target /,$p' "$out/campaign.log" | tee -a "$summary"
 fi

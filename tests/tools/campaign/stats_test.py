@@ -24,6 +24,11 @@ refused 1
 disagreements 0
 runs_refused 2
 device_oracle 1
+seconds_decode 1.000
+seconds_admission 0.500
+seconds_kernels 4.000
+seconds_cpu_reference 2.000
+seconds_device_reference 0.500
 seconds 10.0
 """
 WORKER1 = WORKER0.replace("cases 100", "cases 50").replace("elements 4000000", "elements 1000000").replace(
@@ -38,6 +43,7 @@ class Parse(unittest.TestCase):
         self.assertEqual((stats["cpu"], stats["device"], stats["cpu_checked"]), (62, 38, 3))
         self.assertEqual((stats["fallbacks"], stats["refused"], stats["runs_refused"]), (1, 1, 2))
         self.assertEqual(stats["seconds"], 10.0)
+        self.assertEqual((stats["seconds_decode"], stats["seconds_kernels"]), (1.0, 4.0))
 
     def test_empty_and_garbage(self):
         self.assertIsNone(campaign_stats.parse_stats(""))
@@ -56,6 +62,7 @@ class Aggregate(unittest.TestCase):
         self.assertEqual(totals["elements"], 5000000)
         self.assertEqual(totals["device"], 76)
         self.assertEqual(totals["seconds"], 20.0)
+        self.assertEqual(totals["seconds_cpu_reference"], 4.0)  # summed, unlike the elapsed seconds
         self.assertIsNone(campaign_stats.total([None, None]))
 
     def test_interval_rates(self):
@@ -94,6 +101,9 @@ class Report(unittest.TestCase):
         self.assertIn("device-vs-CPU disagreements: 0", text)
         self.assertIn("executions per 10 s interval: 0-10 s 100 (10.0/s), 10-20 s 50 (5.0/s)", text)
         self.assertIn("sustained over the last 20 s: 7.5 executions/s", text)
+        # 30 worker-seconds: decode 2 s of them over 150 cases, the phases 16 s, the rest 14 s
+        self.assertIn("time by phase (of 30 worker-seconds): decode 6.7%, 13.3 ms/case; admission 3.3%", text)
+        self.assertIn("device_reference 3.3%, 6.67 ms/case; other 46.7%", text)
 
 
 if __name__ == "__main__":
