@@ -133,7 +133,8 @@ TEST(FuzzRegistry, ReproExplainsASeedOfEveryTarget) {
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::string file_name = std::string(target->name) + ".x.0.case";
     const mxdiff::fuzz::FuzzTarget& chosen = mxdiff::fuzz::TargetOfInput(file_name, bytes);
-    ASSERT_TRUE(chosen.decode(bytes).ok()) << seed;
+    ASSERT_TRUE(chosen.decode != nullptr && chosen.decode(bytes).ok()) << seed;
+    ASSERT_NE(chosen.repro.open, nullptr) << target->name << " has no repro session";
     const std::unique_ptr<mxdiff::fuzz::ReproSession> session = chosen.repro.open(chosen, {.text = scratch});
     ASSERT_NE(session, nullptr) << target->name;
     const absl::StatusOr<std::vector<mxdiff::fuzz::TargetFinding>> explained = session->Explain(file_name, bytes);
