@@ -97,7 +97,7 @@ class LayerRepro : public ReproSession {
     return *differential_;
   }
   std::vector<TargetFinding> Check(const LayerCase& c) {
-    if (CheckResult finding = Differential().CheckCase(c)) return {{"fuzz_layer", *finding, "layer"}};
+    if (CheckResult finding = Differential().CheckCase(c)) return {{"fuzz_layer", *finding}};
     return {};
   }
   std::unique_ptr<LayerDifferential> differential_;
