@@ -88,13 +88,13 @@ struct ReproCheckVerdict {
   std::string signature;
 };
 
-// The flags of repro a target reads (tools/repro/README.md).
+// The flags of repro a target reads (tools/repro/README.md; their defaults are its flags').
 struct ReproOptions {
   std::FILE* text = stdout;  // where the readable text goes (stderr with --json)
-  int show = 8;              // --show: mismatching elements printed per module
+  int show = 0;              // --show: mismatching elements printed per module
   std::vector<std::string> modules, disable_modules;  // --modules, --disable-modules
   std::string external;                               // --external
-  int minimize_evaluations = 400;                     // --minimize-evaluations
+  int minimize_evaluations = 0;                       // --minimize-evaluations
 };
 
 // What repro keeps across the inputs of one run, for the inputs of one format: repro FILE opens one
