@@ -19,7 +19,10 @@ CheckResult FirstFindingOf(std::span<const Finding> findings) {
   return first;
 }
 
-bool CaseDecodes(std::span<const uint8_t> input) { return DecodeCase(input).ok(); }
+absl::Status CaseDecodes(std::span<const uint8_t> input) {
+  const absl::StatusOr<FuzzCase> c = DecodeCase(input);
+  return c.ok() ? absl::OkStatus() : absl::InvalidArgumentError("not a valid case: " + c.status().ToString());
+}
 
 std::string DescribeCaseInput(std::span<const uint8_t> input) {
   const absl::StatusOr<FuzzCase> c = DecodeCase(input);

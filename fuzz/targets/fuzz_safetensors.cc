@@ -455,7 +455,10 @@ MXDIFF_FUZZ_TARGET(fuzz_safetensors) {
       .name = kTarget,
       .options = {.kind = "cpu", .max_len = 16384, .dictionary = "safetensors.dict"},
       .format = "safetensors",
-      .decodes = [](std::span<const uint8_t> bytes) { return !IsBundle(bytes) || DecodeBundle(bytes).has_value(); },
+      .decode = [](std::span<const uint8_t> bytes) {
+        return !IsBundle(bytes) || DecodeBundle(bytes).has_value() ? absl::OkStatus()
+                                                                   : absl::InvalidArgumentError("not a valid bundle");
+      },
       .describe = [](std::span<const uint8_t> bytes) {
         const std::optional<std::vector<BundleFile>> files = IsBundle(bytes) ? DecodeBundle(bytes) : std::nullopt;
         return files ? fmt::format("a bundle of {} files", files->size()) : fmt::format("a file of {} bytes", bytes.size());

@@ -3,7 +3,9 @@
 // shipped) shows that a target is one definition and one registration line.
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -35,8 +37,11 @@ std::vector<std::string> TargetsTxt(const fs::path& root) {
 // What `target` lacks under the source tree `root`, one entry per missing part.
 std::vector<std::string> MissingParts(const mxdiff::fuzz::FuzzTarget& target, const fs::path& root) {
   std::vector<std::string> missing;
-  if (target.format.empty() || target.decodes == nullptr || target.describe == nullptr) missing.push_back("codec");
+  if (target.format.empty() || target.decode == nullptr || target.describe == nullptr) missing.push_back("codec");
   if (target.check == nullptr || target.check_names.empty()) missing.push_back("a named check");
+  if (target.repro.open == nullptr || target.repro.emit == nullptr || mxdiff::fuzz::CasesName(target).empty()) {
+    missing.push_back("repro's parts (a session, --emit's destination, the cases' name)");
+  }
   if (target.options.kind != "cpu" && target.options.kind != "gpu") missing.push_back("kind cpu|gpu");
   const fs::path corpus = root / "corpus" / std::string(target.name);
   const bool seeds = fs::is_directory(corpus) && !fs::is_empty(corpus);
@@ -55,9 +60,11 @@ std::vector<std::string> MissingParts(const mxdiff::fuzz::FuzzTarget& target, co
     for (const auto& entry : fs::directory_iterator(corpus)) {
       std::ifstream in(entry.path(), std::ios::binary);
       const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (entry.path().filename() != "README.md" && target.decodes != nullptr && !target.decodes(bytes)) {
+      if (entry.path().filename() == "README.md") continue;
+      if (target.decode != nullptr && !target.decode(bytes).ok()) {
         missing.push_back("a seed its codec decodes: " + entry.path().string());
       }
+
     }
   }
   return missing;
@@ -79,6 +86,73 @@ TEST(FuzzRegistry, EveryTargetHasEveryPart) {
       ADD_FAILURE() << target->name << " lacks " << part;
     }
   }
+}
+
+// repro reaches a target through its format's first target only: every target of a format must
+// have that one's codec magic and repro parts, or repro would treat its cases as the first one's.
+TEST(FuzzRegistry, TargetsOfOneFormatAgreeOnReproParts) {
+  for (const mxdiff::fuzz::FuzzTarget* target : mxdiff::fuzz::Registry()) {
+    const mxdiff::fuzz::FuzzTarget& head = mxdiff::fuzz::FormatHead(*target);
+    EXPECT_EQ(target->magic, head.magic) << target->name << " and " << head.name;
+    EXPECT_EQ(target->repro.cases, head.repro.cases) << target->name << " and " << head.name;
+    EXPECT_EQ(target->repro.open, head.repro.open) << target->name << " and " << head.name;
+    EXPECT_EQ(target->repro.emit, head.repro.emit) << target->name << " and " << head.name;
+    EXPECT_EQ(target->repro.minimize, head.repro.minimize) << target->name << " and " << head.name;
+    EXPECT_EQ(target->repro.json, head.repro.json) << target->name << " and " << head.name;
+  }
+}
+
+// repro picks a finding file's target by its codec's magic, else by its name
+// <target>.<signature>.<hash>.case: every seed of every target, so named, goes to its own format.
+TEST(FuzzRegistry, ReproFindsEveryTargetsFindings) {
+  for (const mxdiff::fuzz::FuzzTarget* target : mxdiff::fuzz::Registry()) {
+    const fs::path corpus = fs::path(MXDIFF_SOURCE_DIR) / "corpus" / std::string(target->name);
+    for (const auto& entry : fs::directory_iterator(corpus)) {
+      if (entry.path().filename() == "README.md") continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const mxdiff::fuzz::FuzzTarget& chosen = mxdiff::fuzz::TargetOfInput(std::string(target->name) + ".x.0.case", bytes);
+      EXPECT_EQ(chosen.format, target->format) << entry.path() << " as a finding goes to " << chosen.name;
+    }
+  }
+}
+
+// What repro does with a seed of every registered target, through the registry alone: its codec
+// accepts it, its session explains it (the text into a scratch file) and replays it.
+TEST(FuzzRegistry, ReproExplainsASeedOfEveryTarget) {
+  std::FILE* scratch = std::tmpfile();
+  ASSERT_NE(scratch, nullptr);
+  for (const mxdiff::fuzz::FuzzTarget* target : mxdiff::fuzz::Registry()) {
+    const fs::path corpus = fs::path(MXDIFF_SOURCE_DIR) / "corpus" / std::string(target->name);
+    fs::path seed;
+    for (const auto& entry : fs::directory_iterator(corpus)) {
+      if (entry.path().filename() != "README.md" && (seed.empty() || entry.path() < seed)) seed = entry.path();
+    }
+    ASSERT_FALSE(seed.empty()) << target->name;
+    std::ifstream in(seed, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string file_name = std::string(target->name) + ".x.0.case";
+    const mxdiff::fuzz::FuzzTarget& chosen = mxdiff::fuzz::TargetOfInput(file_name, bytes);
+    ASSERT_TRUE(chosen.decode != nullptr && chosen.decode(bytes).ok()) << seed;
+    ASSERT_NE(chosen.repro.open, nullptr) << target->name << " has no repro session";
+    const std::unique_ptr<mxdiff::fuzz::ReproSession> session = chosen.repro.open(chosen, {.text = scratch});
+    ASSERT_NE(session, nullptr) << target->name;
+    const absl::StatusOr<std::vector<mxdiff::fuzz::TargetFinding>> explained = session->Explain(file_name, bytes);
+    EXPECT_TRUE(explained.ok()) << target->name << ": " << explained.status();
+    ASSERT_TRUE(session->StartSequence().ok()) << target->name;
+    // A replay finds what the explanation found, less the session's own (a device matching no model).
+    std::vector<std::string> found, again;
+    for (const mxdiff::fuzz::TargetFinding& f : session->Replay(bytes)) again.push_back(f.finding.signature);
+    for (const mxdiff::fuzz::TargetFinding& f : explained.value_or(std::vector<mxdiff::fuzz::TargetFinding>{})) {
+      bool of_session = false;
+      for (const mxdiff::fuzz::TargetFinding& s : session->SessionFindings()) {
+        of_session = of_session || s.finding.signature == f.finding.signature;
+      }
+      if (!of_session) found.push_back(f.finding.signature);
+    }
+    EXPECT_EQ(again, found) << target->name << " on " << seed;
+  }
+  std::fclose(scratch);
 }
 
 TEST(FuzzRegistry, FindsTargetsByNameAndFileName) {
@@ -108,7 +182,9 @@ MXDIFF_FUZZ_TARGET(fuzz_toy) {
       .name = "fuzz_toy",
       .options = {.kind = "cpu", .max_len = 16},
       .format = "toy",
-      .decodes = [](std::span<const uint8_t> input) { return !input.empty(); },
+      .decode = [](std::span<const uint8_t> input) {
+        return input.empty() ? absl::InvalidArgumentError("not a toy case: empty") : absl::OkStatus();
+      },
       .describe = [](std::span<const uint8_t> input) { return std::to_string(input.size()) + " bytes"; },
       .check_names = mxdiff::fuzz::CheckNamesOf(kToyChecks),
       .check = [](std::span<const uint8_t> input, bool) -> mxdiff::fuzz::InputFindings {
@@ -146,6 +222,18 @@ TEST(FuzzRegistry, ToyTargetIsOneDefinitionAndOneLine) {
   const CheckResult first = mxdiff::fuzz::FirstFindingOf(*findings);
   EXPECT_EQ(first->signature, "toy/all-zero");
   EXPECT_NE(first->description.find("also: toy/long"), std::string::npos);
+  // repro reaches it with no edit of its own: the default session runs every check.
+  EXPECT_EQ(toy.decode(std::span<const uint8_t>()).message(), "not a toy case: empty");
+  std::FILE* scratch = std::tmpfile();
+  const std::unique_ptr<mxdiff::fuzz::ReproSession> session = toy.repro.open(toy, {.text = scratch});
+  const absl::StatusOr<std::vector<mxdiff::fuzz::TargetFinding>> explained = session->Explain("zeros", zeros);
+  std::fclose(scratch);
+  ASSERT_TRUE(explained.ok());
+  ASSERT_EQ(explained->size(), 2u);
+  EXPECT_EQ((*explained)[0].target, "fuzz_toy");
+  EXPECT_EQ((*explained)[1].finding.signature, "toy/long");
+  EXPECT_FALSE(toy.repro.minimize) << "repro refuses --minimize on its cases";
+  EXPECT_FALSE(session->Minimize("zeros", (*explained)[0]).ok());
   fs::remove_all(root);
 }
 
@@ -197,8 +285,15 @@ TEST(FuzzRegistry, ATargetLackingAPartFails) {
   broken.check_names.clear();
   EXPECT_EQ(MissingParts(broken, root), std::vector<std::string>{"a named check"});
   broken = MxdiffFuzzTarget_fuzz_toy();
-  broken.decodes = nullptr;
+  broken.decode = nullptr;
   EXPECT_EQ(MissingParts(broken, root), std::vector<std::string>{"codec"});
+  const std::vector<std::string> no_repro{"repro's parts (a session, --emit's destination, the cases' name)"};
+  broken = MxdiffFuzzTarget_fuzz_toy();
+  broken.repro.open = nullptr;
+  EXPECT_EQ(MissingParts(broken, root), no_repro);
+  broken = MxdiffFuzzTarget_fuzz_toy();
+  broken.repro.emit = nullptr;
+  EXPECT_EQ(MissingParts(broken, root), no_repro);
   broken = MxdiffFuzzTarget_fuzz_toy();
   broken.options.max_len = 17;
   EXPECT_EQ(MissingParts(broken, root).size(), 1u);
