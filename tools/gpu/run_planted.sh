@@ -4,8 +4,10 @@
 # the same time (the baseline, first). fuzz/README.md: "Planted kernel defects".
 #   tools/gpu/run_planted.sh FUZZ_BUILD_DIR PLANTED_DIR [NAME...]
 # FUZZ_BUILD_DIR: main's libFuzzer build (FUZZ_BUILD_DIR/fuzz/fuzz_gemm; its runtime-libs/ goes on
-# LD_LIBRARY_PATH), e.g. device-build/fuzz of tools/gpu/pack_for_device.sh. PLANTED_DIR: the planted
-# builds, PLANTED_DIR/NAME/fuzz/fuzz_gemm, e.g. device-build/planted of build_planted.sh's archive.
+# LD_LIBRARY_PATH): device-build/planted/baseline of build_planted.sh's archive (built with the
+# defects, from the same commit), or device-build/fuzz of tools/gpu/pack_for_device.sh's. PLANTED_DIR:
+# the planted builds, PLANTED_DIR/NAME/fuzz/fuzz_gemm: device-build/planted/defects.
+# Run it in a checkout of the commit they were built from (the campaign reads corpus/fuzz_gemm there).
 # NAME...: only these defects (default: every one in PLANTED_DIR).
 # Environment: MXDIFF_PLANTED_TIME (seconds per campaign, default 60), MXDIFF_WORKERS_PER_GPU (default
 # 1), MXDIFF_CPU_CHECK_EVERY (default 16), OUT (logs; default ./planted-out), MXDIFF_PLANTED_CAMPAIGN_ARGS
@@ -16,8 +18,8 @@
 # the time. The first finding is the first .txt in the campaign's findings folder (fuzz_gemm writes
 # it before it aborts); the campaign is then stopped (its merge would only replay the defect again).
 # One line per campaign:
-#   planted <name>: found in <s> s, <signature>, <executions> executions
-#   planted <name>: no finding in <T> s (<wall> s wall), <executions> executions
+#   planted <name>: found in <s> s, <signature>, executions <n>
+#   planted <name>: no finding in <T> s (<wall> s wall), executions <n>
 # Executions: exact where the finding's input sequence (the 32 inputs before it) holds all of them,
 # else the worker's count from its stats file (rewritten once a second) or libFuzzer's log, whichever
 # is larger ("about"). 0 executions: a known case found it at start-up.
@@ -113,7 +115,7 @@ one() {
   if [ -n "$found" ]; then
     local signature
     signature=$(sed -n 's/^signature: //p' "$found" | head -1)
-    note "$(printf 'planted %-16s found in %6.1f s, %s, %s executions' "$name:" "$elapsed" "$signature" \
+    note "$(printf 'planted %-16s found in %6.1f s, %s, executions %s' "$name:" "$elapsed" "$signature" \
       "$(executions "$work" "$found" "${log:-/dev/null}")")"
     return 0
   fi
@@ -121,7 +123,7 @@ one() {
     note "$(printf 'planted %-16s DID NOT FUZZ (%.1f s): see %s' "$name:" "$elapsed" "$work/campaign.log")"
     return 2
   fi
-  note "$(printf 'planted %-16s no finding in %s s (%.1f s wall), %s executions' "$name:" "$time_s" "$elapsed" \
+  note "$(printf 'planted %-16s no finding in %s s (%.1f s wall), executions %s' "$name:" "$time_s" "$elapsed" \
     "$(executions "$work" "" "$log")")"
   return 1
 }
