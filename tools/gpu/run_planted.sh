@@ -46,6 +46,7 @@ time_s=${MXDIFF_PLANTED_TIME:-60}
 workers=${MXDIFF_WORKERS_PER_GPU:-1}
 cpu_check=${MXDIFF_CPU_CHECK_EVERY:-16}
 extra=${MXDIFF_PLANTED_CAMPAIGN_ARGS:-}
+read -ra extra_args <<<"$extra"
 out=$(mkdir -p "${OUT:-planted-out}" && cd "${OUT:-planted-out}" && pwd)
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 fuzz_build=$(cd "$fuzz_build" && pwd)
@@ -56,6 +57,14 @@ summary=$out/summary.txt
 note() { echo "$*" | tee -a "$summary"; }
 note "planted defects: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "no nvidia-smi")," \
   "campaign --targets fuzz_gemm --time $time_s --workers-per-gpu $workers --cpu-check-every $cpu_check${extra:+ $extra}"
+
+# first PATH...: the first of the paths (a glob's expansion) that exists, else nothing.
+first() {
+  local path
+  for path in "$@"; do
+    [ -e "$path" ] && { echo "$path"; return; }
+  done
+}
 
 # executions WORK FINDING_TXT LOG: the count the line reports (see the header).
 executions() {
@@ -87,31 +96,31 @@ one() {
   mkdir -p "$work"
   start=$(date +%s.%N)
   setsid "$repo/tools/campaign/campaign" --build-dir "$build" --targets fuzz_gemm --time "$time_s" \
-    --workers-per-gpu "$workers" --cpu-check-every "$cpu_check" --no-merge --progress 0 --out "$work" $extra \
+    --workers-per-gpu "$workers" --cpu-check-every "$cpu_check" --no-merge --progress 0 --out "$work" "${extra_args[@]}" \
     >"$work/campaign.log" 2>&1 &
   pid=$!
   # The campaign itself stops a worker at --time (+10 s, SIGKILL +5 s); the merge is not waited for.
   local deadline=$((time_s + 20))
   while kill -0 "$pid" 2>/dev/null; do
-    found=$(ls -1 "$work"/*/fuzz_gemm/findings/*.txt 2>/dev/null | head -1)
+    found=$(first "$work"/*/fuzz_gemm/findings/*.txt)
     [ -n "$found" ] && break
     awk -v a="$(date +%s.%N)" -v b="$start" -v d="$deadline" 'BEGIN {exit !(a - b >= d)}' && break
     # The worker has ended (its time is up, or it stopped) and no finding came: the campaign merges now.
     if grep -q "merging the new inputs" "$work/campaign.log" 2>/dev/null; then
       sleep 0.5
-      found=$(ls -1 "$work"/*/fuzz_gemm/findings/*.txt 2>/dev/null | head -1)
+      found=$(first "$work"/*/fuzz_gemm/findings/*.txt)
       break
     fi
     sleep 0.1
   done
   elapsed=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN {printf "%.1f", a - b}')
-  [ -z "$found" ] && found=$(ls -1 "$work"/*/fuzz_gemm/findings/*.txt 2>/dev/null | head -1)
+  [ -z "$found" ] && found=$(first "$work"/*/fuzz_gemm/findings/*.txt)
   kill -TERM -- "-$pid" 2>/dev/null
   sleep 2
   kill -KILL -- "-$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   local log
-  log=$(ls -1 "$work"/*/fuzz_gemm/worker0.log 2>/dev/null | head -1)
+  log=$(first "$work"/*/fuzz_gemm/worker0.log)
   if [ -n "$found" ]; then
     local signature
     signature=$(sed -n 's/^signature: //p' "$found" | head -1)
@@ -120,7 +129,8 @@ one() {
     return 0
   fi
   if [ -z "$log" ] || ! grep -q "INITED" "$log"; then
-    note "$(printf 'planted %-16s DID NOT FUZZ (%.1f s): see %s' "$name:" "$elapsed" "$work/campaign.log")"
+    note "$(printf 'planted %-16s DID NOT FUZZ (%.1f s): %s (%s)' "$name:" "$elapsed" \
+      "$(grep -v '^campaign: interrupted' "$work/campaign.log" | tail -1)" "$work/campaign.log")"
     return 2
   fi
   note "$(printf 'planted %-16s no finding in %s s (%.1f s wall), executions %s' "$name:" "$time_s" "$elapsed" \
