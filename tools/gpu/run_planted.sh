@@ -11,7 +11,8 @@
 # NAME...: only these defects (default: every one in PLANTED_DIR).
 # Environment: MXDIFF_PLANTED_TIME (seconds per campaign, default 60), MXDIFF_WORKERS_PER_GPU (default
 # 1), MXDIFF_CPU_CHECK_EVERY (default 16), OUT (logs; default ./planted-out), MXDIFF_PLANTED_CAMPAIGN_ARGS
-# (more campaign arguments, split on spaces: the CPU test runs the kit with `--external LIB --jobs 1`).
+# (more campaign arguments, split on spaces: the CPU test runs the kit with `--external LIB --jobs 1`),
+# MXDIFF_PLANTED_REPEATS (campaigns per defect, default 1; the baseline runs once; a line each, NAME#i).
 #
 # Each campaign runs as `campaign --build-dir DIR --targets fuzz_gemm --time T --no-merge`; the clock
 # starts just before the command, so start-up (calibration guard, known cases, corpus load) is in
@@ -46,6 +47,9 @@ time_s=${MXDIFF_PLANTED_TIME:-60}
 workers=${MXDIFF_WORKERS_PER_GPU:-1}
 cpu_check=${MXDIFF_CPU_CHECK_EVERY:-16}
 extra=${MXDIFF_PLANTED_CAMPAIGN_ARGS:-}
+repeats=${MXDIFF_PLANTED_REPEATS:-1}
+[[ $repeats =~ ^[1-9][0-9]?$ ]] || { echo "$0: MXDIFF_PLANTED_REPEATS '$repeats' is not 1..99" >&2; exit 2; }
+[[ $time_s =~ ^[1-9][0-9]*$ ]] || { echo "$0: MXDIFF_PLANTED_TIME '$time_s' is not a positive number of seconds" >&2; exit 2; }
 read -ra extra_args <<<"$extra"
 out=$(mkdir -p "${OUT:-planted-out}" && cd "${OUT:-planted-out}" && pwd)
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -91,7 +95,7 @@ executions() {
 
 # one NAME BUILD_DIR: one campaign, one line.
 one() {
-  local name=$1 build=$2 work=$out/$1 start pid found="" elapsed
+  local name=$1 build=$2 work=$out/${1//#/-run} start pid found="" elapsed
   rm -rf "$work"
   mkdir -p "$work"
   start=$(date +%s.%N)
@@ -148,7 +152,11 @@ elif ((rc == 2)); then
   failed=1
 fi
 for name in "${names[@]}"; do
-  one "$name" "$planted/$name" || failed=1
+  for ((run = 1; run <= repeats; run++)); do
+    label=$name
+    ((repeats > 1)) && label="$name#$run"
+    one "$label" "$planted/$name" || failed=1
+  done
 done
 note "logs: $out"
 exit $failed
