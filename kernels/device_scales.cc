@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "fmt/core.h"
+#include "kernels/cuda_status.h"
+#include "kernels/prepare_scales_kernel.h"
 #include "kernels/route.h"
 #include "reference/prepare_layer_scales.h"
 #include "reference/status_macros.h"
@@ -30,6 +32,21 @@ absl::Status DeviceScales::Fill(uint8_t raw, const LayerAdmission& admission, si
     MXDIFF_RETURN_IF_ERROR(buffers_[t].Upload(std::span<const uint16_t>(every), stream, "copy scales"));
   }
   return absl::OkStatus();
+}
+
+absl::Status DeviceScales::WriteFromDevice(const uint8_t* device_raw, size_t count, const LayerAdmission& admission,
+                                           cudaStream_t stream) {
+  for (int t = 0; t < kTransformCount; ++t) {
+    if (!PreparesTransform(Transform(t), admission)) continue;
+    if (buffers_[t].bytes() < count * sizeof(uint16_t)) {
+      return absl::InvalidArgumentError(fmt::format("{} prepared scales: the {} buffer holds {}", count,
+                                                    TransformName(Transform(t)),
+                                                    buffers_[t].bytes() / sizeof(uint16_t)));
+    }
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(
+        LaunchPrepareScales(Transform(t), device_raw, count, buffers_[t].as<uint16_t>(), stream), "prepare scales"));
+  }
+  return CudaStatus(cudaStreamSynchronize(stream), "prepare scales");
 }
 
 absl::Status DeviceScales::Write(const AdmittedScales& scales, size_t offset, cudaStream_t stream) {

@@ -27,6 +27,12 @@ class DeviceScales {
   // expert's folded range keeps what it held). Waits until they have landed.
   absl::Status Write(const AdmittedScales& scales, size_t offset, cudaStream_t stream);
 
+  // The `count` raw bytes at `device_raw` (on this device; the caller admitted these very bytes
+  // as one layer: `admission`) prepared on the device into every buffer PreparesTransform grants
+  // that admission, from scale 0 on: nothing crosses PCIe. Waits until they are written.
+  absl::Status WriteFromDevice(const uint8_t* device_raw, size_t count, const LayerAdmission& admission,
+                               cudaStream_t stream);
+
   // Every one of `count` scales (from 0) prepared from the one raw byte `raw`, whose verdict the
   // caller knows (`admission`: the MoE layer's initial raw 127, 2^0, admitted), in each buffer
   // PreparesTransform grants it. Admits nothing. Waits until they have landed.

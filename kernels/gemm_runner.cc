@@ -32,6 +32,8 @@ class DeviceLayer final : public PreparedLayer {
 
   int device() const { return device_; }
   DeviceBuffer codes;
+  const uint8_t* borrowed_codes = nullptr;  // PrepareOnDeviceWeights: read in place, not owned
+  const uint8_t* code_data() const { return borrowed_codes != nullptr ? borrowed_codes : codes.as<uint8_t>(); }
   DeviceScales prepared_scales;  // the folded ones only when admitted (PreparesTransform)
 
   const uint16_t* scales(Transform transform) const { return prepared_scales.scales(transform); }
@@ -66,14 +68,24 @@ class CudaGemmRunner final : public GemmRunner {
   absl::StatusOr<std::unique_ptr<PreparedLayer>> Prepare(int groups, int n, int k,
                                                         std::span<const uint8_t> packed_codes,
                                                         std::span<const uint8_t> scale_bytes) override {
-    return PrepareFrom(groups, n, k, packed_codes.data(), packed_codes.size(), /*on_device=*/false, scale_bytes);
+    return PrepareFrom(groups, n, k, packed_codes.data(), packed_codes.size(), scale_bytes);
   }
 
-  absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareWithDeviceCodes(int groups, int n, int k,
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareOnDeviceWeights(int groups, int n, int k,
                                                                         const uint8_t* device_codes,
-                                                                        std::span<const uint8_t> scale_bytes) override {
-    const size_t code_count = groups >= 1 && n >= 1 && k >= 2 ? size_t(groups) * size_t(n) * size_t(k / 2) : 0;
-    return PrepareFrom(groups, n, k, device_codes, code_count, /*on_device=*/true, scale_bytes);
+                                                                        const uint8_t* device_scales,
+                                                                        const LayerAdmission& admission) override {
+    MXDIFF_RETURN_IF_ERROR(ValidateLayerShape(groups, n, k));
+    if (device_codes == nullptr || device_scales == nullptr) {
+      return absl::InvalidArgumentError("no device codes or scales");
+    }
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    auto layer = std::make_unique<DeviceLayer>(device_, groups, n, k, admission);
+    layer->borrowed_codes = device_codes;
+    const size_t scale_count = size_t(groups) * n * (k / kBlockK);
+    MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.Allocate(scale_count, admission));
+    MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.WriteFromDevice(device_scales, scale_count, admission, stream_));
+    return std::unique_ptr<PreparedLayer>(std::move(layer));
   }
 
   absl::StatusOr<Route> Run(const PreparedLayer& layer, std::span<const int32_t> row_offsets,
@@ -188,10 +200,7 @@ class CudaGemmRunner final : public GemmRunner {
  private:
   static constexpr Tactic kDefaultShapeTactic{8, 128, 64, 1, 0};
 
-  // Prepare's body: the codes from the host, or (on_device) from device memory of this device.
-  absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareFrom(int groups, int n, int k, const uint8_t* codes,
-                                                            size_t codes_given, bool on_device,
-                                                            std::span<const uint8_t> scale_bytes) {
+  static absl::Status ValidateLayerShape(int groups, int n, int k) {
     if (groups < 1 || n < 1) {
       return absl::InvalidArgumentError(fmt::format("groups and N must be >= 1, got {} and {}", groups, n));
     }
@@ -202,6 +211,13 @@ class CudaGemmRunner final : public GemmRunner {
         (long long)groups * n * k / 2 > (1ll << 40)) {
       return absl::InvalidArgumentError(fmt::format("layer {} x {} x {} is too large", groups, n, k));
     }
+    return absl::OkStatus();
+  }
+
+  // Prepare's body: the codes and scale bytes from the host.
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareFrom(int groups, int n, int k, const uint8_t* codes,
+                                                            size_t codes_given, std::span<const uint8_t> scale_bytes) {
+    MXDIFF_RETURN_IF_ERROR(ValidateLayerShape(groups, n, k));
     const size_t code_count = size_t(groups) * n * (k / 2);
     const size_t scale_count = size_t(groups) * n * (k / kBlockK);
     if (codes_given != code_count || scale_bytes.size() != scale_count) {
@@ -209,19 +225,11 @@ class CudaGemmRunner final : public GemmRunner {
           fmt::format("layer {} x {} x {} needs {} code bytes and {} scale bytes, got {} and {}", groups, n, k,
                       code_count, scale_count, codes_given, scale_bytes.size()));
     }
-    if (on_device && codes == nullptr) return absl::InvalidArgumentError("no device codes");
     MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
     const AdmittedScales admitted = AdmittedScales::Admit(scale_bytes, /*per_expert=*/0);  // the whole layer
     auto layer = std::make_unique<DeviceLayer>(device_, groups, n, k, admitted.layer());
     MXDIFF_RETURN_IF_ERROR(layer->codes.Allocate(code_count, "weight codes"));
-    if (on_device) {
-      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(layer->codes.as<uint8_t>(), codes, code_count,
-                                                        cudaMemcpyDeviceToDevice, stream_),
-                                        "copy codes on the device"));
-      MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "copy codes on the device"));
-    } else {
-      MXDIFF_RETURN_IF_ERROR(layer->codes.Upload(codes, code_count, 0, stream_, "copy codes"));
-    }
+    MXDIFF_RETURN_IF_ERROR(layer->codes.Upload(codes, code_count, 0, stream_, "copy codes"));
     MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.Allocate(scale_count, admitted.layer()));
     MXDIFF_RETURN_IF_ERROR(layer->prepared_scales.Write(admitted, 0, stream_));
     return std::unique_ptr<PreparedLayer>(std::move(layer));
@@ -278,7 +286,7 @@ class CudaGemmRunner final : public GemmRunner {
                                                                  .row_offsets = row_offsets,
                                                                  .device_row_offsets = device_row_offsets,
                                                                  .activations = activations,
-                                                                 .codes = layer.codes.as<uint8_t>(),
+                                                                 .codes = layer.code_data(),
                                                                  .scales = layer.scales(route.variant),
                                                                  .output = output,
                                                                  .semaphores = workspace.semaphores.as<int>(),

@@ -69,15 +69,18 @@ class GemmRunner {
                                                                 std::span<const uint8_t> packed_codes,
                                                                 std::span<const uint8_t> scale_bytes) = 0;
 
-  // Prepare with the codes already in device memory of this runner's device (`device_codes`,
-  // groups x N x K/2 bytes, complete before the call: fuzz_gemm materializes a case's codes there
-  // from its recipe), copied on the device; the scale bytes come from the host as in Prepare
-  // (admission reads them). Unimplemented where a runner has no device.
-  virtual absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareWithDeviceCodes(int groups, int n, int k,
+  // Prepare with the weights already in device memory of this runner's device, complete before
+  // the call (fuzz_gemm materializes a case's recipes there): the codes (groups x N x K/2 bytes)
+  // are read in place, so the caller keeps them unchanged and alive while the layer is used; the
+  // raw scale bytes (groups x N x K/32) are prepared on the device. `admission` is the caller's
+  // verdict on exactly these scale bytes (AdmitLayer over the host's copy): nothing crosses PCIe
+  // and nothing is admitted twice. Unimplemented where a runner has no device.
+  virtual absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareOnDeviceWeights(int groups, int n, int k,
                                                                                 const uint8_t* device_codes,
-                                                                                std::span<const uint8_t> scale_bytes) {
-    (void)groups, (void)n, (void)k, (void)device_codes, (void)scale_bytes;
-    return absl::UnimplementedError("this runner prepares from host codes only");
+                                                                                const uint8_t* device_scales,
+                                                                                const LayerAdmission& admission) {
+    (void)groups, (void)n, (void)k, (void)device_codes, (void)device_scales, (void)admission;
+    return absl::UnimplementedError("this runner prepares from host weights only");
   }
 
   // Prepare with a scale audit's verdict on this layer (`mxdiff audit --json`): refused before

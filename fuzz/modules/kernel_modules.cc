@@ -17,15 +17,22 @@ class KernelSession {
   explicit KernelSession(std::shared_ptr<GemmRunner> preparer) : preparer_(std::move(preparer)) {}
 
   absl::StatusOr<const PreparedLayer*> Prepare(const FuzzCase& c) {
-    if (layer_ != nullptr && prepared_.SameAs(c)) return layer_.get();
+    // A layer that reads the shared device weights is kept only while nothing rewrote them.
+    const bool still_there = borrowed_generation_ == 0 || borrowed_generation_ == device_weights_->materializations();
+    if (layer_ != nullptr && prepared_.SameAs(c) && still_there) return layer_.get();
     layer_.reset();
+    borrowed_generation_ = 0;
     absl::StatusOr<std::unique_ptr<PreparedLayer>> layer = absl::UnknownError("not prepared");
     if (c.packed_codes.empty() && c.recipe(TensorKind::kCodes)) {
-      // The host skipped the codes (the device way): the shared device materialization, which
-      // the device reference reads too, copied on the device.
+      // The host skipped the codes (the device way): the layer reads the shared device
+      // materialization, which the device reference reads too, in place (both are keyed by the
+      // case's recipes, so it holds this case's weights whenever the layer is used), with the
+      // scales prepared there; admitted here over the host's scale bytes, the same bytes.
       absl::StatusOr<const DeviceWeights*> weights = device_weights_->Of(c);
       if (!weights.ok()) return weights.status();
-      layer = preparer_->PrepareWithDeviceCodes(c.groups, c.n, c.k, (*weights)->codes(), c.scale_bytes);
+      layer = preparer_->PrepareOnDeviceWeights(c.groups, c.n, c.k, (*weights)->codes(), (*weights)->scales(),
+                                                AdmitLayer(c.scale_bytes));
+      borrowed_generation_ = device_weights_->materializations();
     } else {
       layer = preparer_->Prepare(c.groups, c.n, c.k, c.packed_codes, c.scale_bytes);
     }
@@ -36,6 +43,7 @@ class KernelSession {
   }
   void Forget() {
     layer_.reset();
+    borrowed_generation_ = 0;
     device_weights_->Forget();
   }
 
@@ -64,6 +72,7 @@ class KernelSession {
   std::shared_ptr<DeviceRecipeWeights> device_weights_ = SharedDeviceRecipeWeights();
   std::unique_ptr<PreparedLayer> layer_;
   WeightsKey prepared_;
+  size_t borrowed_generation_ = 0;  // the shared weights' materializations() the layer reads; 0: owns its own
 };
 
 class KernelModule final : public GemmModule {

@@ -65,6 +65,37 @@ TEST_F(DeviceScalesTest, OnlyAdmittedExpertsGetFoldedScales) {
   EXPECT_FALSE(scales.Write(admitted, 2 * kPer, nullptr).ok()) << "beyond the buffer: refused, nothing written";
 }
 
+// WriteFromDevice prepares on the device what Write prepares on the host, for every raw byte,
+// and grants the same buffers: none folded for a refused layer.
+TEST_F(DeviceScalesTest, PreparingOnTheDeviceGivesTheHostsBits) {
+  const RawRange admitted_range = ScaleClassRange(ScaleClass::kAdmitted);
+  std::vector<uint8_t> every(4096), admitted(4096);
+  for (size_t i = 0; i < every.size(); ++i) {
+    every[i] = uint8_t(i * 7);
+    admitted[i] = uint8_t(admitted_range.first + i % (admitted_range.last - admitted_range.first + 1));
+  }
+  for (const std::vector<uint8_t>& bytes : {every, admitted}) {
+    const AdmittedScales verdict = AdmittedScales::Admit(bytes, 0);
+    void* allocated = nullptr;
+    ASSERT_EQ(cudaMalloc(&allocated, bytes.size()), cudaSuccess);
+    uint8_t* raw = static_cast<uint8_t*>(allocated);
+    ASSERT_EQ(cudaMemcpy(raw, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    DeviceScales on_host, on_device;
+    ASSERT_TRUE(on_host.Allocate(bytes.size(), verdict.layer()).ok());
+    ASSERT_TRUE(on_host.Write(verdict, 0, nullptr).ok());
+    ASSERT_TRUE(on_device.Allocate(bytes.size(), verdict.layer()).ok());
+    ASSERT_TRUE(on_device.WriteFromDevice(raw, bytes.size(), verdict.layer(), nullptr).ok());
+    EXPECT_FALSE(on_device.WriteFromDevice(raw, bytes.size() + 1, verdict.layer(), nullptr).ok()) << "beyond the buffer";
+    cudaFree(raw);
+    for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
+      ASSERT_EQ(on_device.scales(transform) == nullptr, on_host.scales(transform) == nullptr) << int(transform);
+      if (on_host.scales(transform) == nullptr) continue;
+      EXPECT_EQ(Read(on_device, transform, bytes.size()), Read(on_host, transform, bytes.size())) << int(transform);
+    }
+    EXPECT_EQ(on_device.scales(Transform::kFolded) != nullptr, verdict.layer().admitted);
+  }
+}
+
 TEST_F(DeviceScalesTest, FillPreparesOneKnownByteAndAdmitsNothing) {
   const std::vector<uint8_t> bytes(40, 127);
   const LayerAdmission admitted;  // raw 127 is 2^0, admitted
