@@ -39,7 +39,7 @@ constexpr auto kOutOfCheckpoint = [] {
   std::array<uint8_t, std::size(kInterestingScaleBytes)> bytes{};
   size_t count = 0;
   for (uint8_t raw : kInterestingScaleBytes) {
-    if (raw < kCheckpointScaleFirst || raw > kCheckpointScaleLast) bytes[count++] = raw;
+    if (!IsCheckpointScale(raw)) bytes[count++] = raw;
   }
   return std::pair{bytes, count};
 }();
@@ -141,7 +141,7 @@ inline uint8_t ScaleOf(const Params& p, uint64_t h) {
   } else if constexpr (kClass == ValueClass::kNarrow) {
     return uint8_t(p.narrow_scale + (h & 1));
   } else if constexpr (kClass == ValueClass::kCheckpoint) {
-    return uint8_t(kCheckpointScaleFirst + Below(h, kCheckpointScaleLast - kCheckpointScaleFirst + 1));
+    return uint8_t(kCheckpointScaleFirst + Below(h, kCheckpointScaleCount));
   } else {
     return uint8_t(h);
   }

@@ -17,10 +17,8 @@ namespace {
 SplitMix64 rng(20261203);
 uint64_t Next() { return rng(); }
 
-// One of the checkpoint's scale bytes (kCheckpointScaleFirst..Last), uniform.
-uint8_t CheckpointScaleByte() {
-  return uint8_t(kCheckpointScaleFirst + Next() % (kCheckpointScaleLast - kCheckpointScaleFirst + 1));
-}
+// One of the checkpoint's scale bytes (reference/checkpoint_scales.h), uniform.
+uint8_t CheckpointScaleByte() { return CheckpointScaleOf(Next()); }
 
 // A decode layer: hidden 64, intermediate 32, 8 experts, top-6 (+ shared), checkpoint scale bytes.
 LayerCase Base(int tokens, int replays) {
