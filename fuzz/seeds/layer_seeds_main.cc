@@ -9,6 +9,7 @@
 #include "fuzz/formats/layer_case_format.h"
 #include "fuzz/formats/tensor_recipe.h"
 #include "fuzz/mutators/layer_mutator.h"
+#include "reference/exit_status.h"
 #include "reference/hash.h"
 
 namespace mxdiff::fuzz {
@@ -50,13 +51,13 @@ class SeedWriter {
     absl::StatusOr<std::vector<uint8_t>> bytes = EncodeLayerCase(c);
     if (!bytes.ok()) {
       fmt::print(stderr, "{}: {}\n", name, bytes.status().ToString());
-      std::exit(2);
+      std::exit(kExitBadInput);
     }
     std::ofstream out(dir_ / (name + ".case"), std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes->data()), std::streamsize(bytes->size()));
     if (!out) {
       fmt::print(stderr, "cannot write {}\n", (dir_ / name).string());
-      std::exit(2);
+      std::exit(kExitBadInput);
     }
     ++written_;
   }
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
   using namespace mxdiff::fuzz;
   if (argc != 2) {
     fmt::print(stderr, "usage: mxdiff_layer_seeds DIR\n");
-    return 2;
+    return mxdiff::kExitBadInput;
   }
   const std::filesystem::path dir = argv[1];
   std::error_code error;
@@ -191,5 +192,5 @@ int main(int argc, char** argv) {
   EmitTacticSeeds(writer);
   EmitTopKSeed(writer);
   fmt::print("wrote {} layer cases into {}\n", writer.written(), dir.string());
-  return 0;
+  return mxdiff::kExitOk;
 }

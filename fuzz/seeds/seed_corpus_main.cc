@@ -21,6 +21,7 @@
 #include "fuzz/driver/target_driver.h"
 #include "kernels/builtin_kernels.h"
 #include "kernels/dispatch_table.h"
+#include "reference/exit_status.h"
 #include "reference/split_plan.h"
 
 namespace {
@@ -345,7 +346,7 @@ void RecipeSeedsForGemm(SeedWriter& out, mxdiff::fuzz::CaseRng& rng) {
 int main(int argc, char** argv) {
   if (argc != 2) {
     fmt::print(stderr, "usage: {} OUT_DIR\n  writes OUT_DIR/<target>/*.case seeds for every fuzz target\n", argv[0]);
-    return 2;
+    return mxdiff::kExitBadInput;
   }
   SeedWriter out(argv[1]);
   mxdiff::fuzz::CaseRng rng(4);
@@ -356,5 +357,5 @@ int main(int argc, char** argv) {
   RecipeSeedsForCpuTargets(out, rng);
   RecipeSeedsForGemm(out, rng);
   fmt::print("wrote {} seeds under {}\n", out.written(), argv[1]);
-  return out.ok() ? 0 : 1;
+  return out.ok() ? mxdiff::kExitOk : mxdiff::kExitCheckFailed;  // 1: a seed failed to encode or write
 }
