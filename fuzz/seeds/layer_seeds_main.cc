@@ -3,12 +3,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "fmt/core.h"
 #include "fuzz/formats/layer_case_format.h"
 #include "fuzz/formats/tensor_recipe.h"
 #include "fuzz/mutators/layer_mutator.h"
+#include "kernels/builtin_kernels.h"
 #include "reference/exit_status.h"
 #include "reference/hash.h"
 
@@ -144,10 +146,16 @@ void EmitValueSeeds(SeedWriter& writer) {
   }
 }
 
-// Every CTA shape with split-K and a swizzle; W2's tactic apart from W13's.
+// Every CTA shape of the builtin kernels (kCtaShapes) with split-K and a swizzle; W2's tactic
+// apart from W13's.
 void EmitTacticSeeds(SeedWriter& writer) {
-  const Tactic tactics[] = {{8, 128, 64, 3, 1}, {16, 128, 32, 2, 0}, {32, 128, 32, 1, 2}, {64, 128, 32, 4, 0}};
-  for (const Tactic& t : tactics) {
+  constexpr struct {
+    int splits, swizzle;
+  } kSplitsSwizzle[] = {{3, 1}, {2, 0}, {1, 2}, {4, 0}};
+  for (size_t i = 0; i < std::size(kCtaShapes); ++i) {
+    const CtaShape& shape = kCtaShapes[i];
+    const auto& [splits, swizzle] = kSplitsSwizzle[i % std::size(kSplitsSwizzle)];
+    const Tactic t{.cta_m = shape.m, .cta_n = shape.n, .cta_k = shape.k, .splits = splits, .swizzle = swizzle};
     LayerCase c = Base(3, 1);
     c.w13_tactic = t;
     c.w2_tactic = t;
