@@ -6,6 +6,7 @@
 
 #include "fmt/core.h"
 #include "checkpoint/strict_json.h"
+#include "reference/exit_status.h"
 
 namespace mxdiff::audit {
 
@@ -152,15 +153,15 @@ std::optional<NoKernelLayer> FindNoKernelLayer(const AuditResult& result) {
 }
 
 int ExitStatus(const AuditResult& result) {
-  if (!result.errors.empty()) return 2;
-  if (FindNoKernelLayer(result)) return 2;
+  if (!result.errors.empty()) return kExitBadInput;
+  if (FindNoKernelLayer(result)) return kExitBadInput;
   for (const KernelLayer& layer : result.plan.layers) {
-    if (!JudgeLayer(result, layer).admitted) return 1;
+    if (!JudgeLayer(result, layer).admitted) return kExitCheckFailed;
   }
   for (const UnindexedAudit& unindexed : result.unindexed) {
-    if (!unindexed.refused.empty()) return 1;
+    if (!unindexed.refused.empty()) return kExitCheckFailed;
   }
-  return 0;
+  return kExitOk;
 }
 
 const std::array<uint8_t, 256>& OrdinaryDeviations() {

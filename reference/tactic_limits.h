@@ -10,4 +10,10 @@ inline constexpr int kMaxCtaK = 256;
 inline constexpr int kMaxSplits = 256;
 inline constexpr int kMaxSwizzleField = 30;
 
+// The raster swizzle after `swizzle` among 0..widest, wrapping to 0 (widest >= 0): the same CTAs
+// in another order, which never changes bits. The one "next swizzle" rule of the checks that
+// rerun a tactic reordered: the kernel modules with their registry's widest, fuzz_reference with
+// the case format's kMaxSwizzle.
+constexpr int NextSwizzle(int swizzle, int widest) { return (swizzle + 1) % (widest + 1); }
+
 }  // namespace mxdiff

@@ -111,7 +111,7 @@ Tactic SamePartitionTactic(const FuzzCase& c) {
     other.cta_k = kCtaK[(i + rotation) % std::size(kCtaK)];
     other.splits = splits;
     other.cta_m = t.cta_m == 16 ? 64 : 16;
-    other.swizzle = (t.swizzle + 1) % (kMaxSwizzle + 1);
+    other.swizzle = NextSwizzle(t.swizzle, kMaxSwizzle);
     if (other.cta_k != t.cta_k && same_partition(other)) return other;
   }
   Tactic other = t;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fmt/core.h"
+#include "reference/exit_status.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) __attribute__((weak));
@@ -21,7 +22,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) __attribute__((weak
 int main(int argc, char** argv) {
   if (argc < 2) {
     fmt::print(stderr, "usage: {} FILE_OR_DIR...\n  replays each input through the fuzz target\n", argv[0]);
-    return 2;
+    return mxdiff::kExitBadInput;
   }
   if (&LLVMFuzzerInitialize != nullptr) LLVMFuzzerInitialize(&argc, &argv);
   std::vector<std::filesystem::path> files;
@@ -53,5 +54,5 @@ int main(int argc, char** argv) {
     }
   }
   fmt::print("replayed {} inputs, {} rejected\n", files.size(), bad);
-  return bad == 0 ? 0 : 2;
+  return bad == 0 ? mxdiff::kExitOk : mxdiff::kExitBadInput;
 }

@@ -39,7 +39,7 @@ constexpr auto kOutOfCheckpoint = [] {
   std::array<uint8_t, std::size(kInterestingScaleBytes)> bytes{};
   size_t count = 0;
   for (uint8_t raw : kInterestingScaleBytes) {
-    if (raw < kCheckpointScaleFirst || raw > kCheckpointScaleLast) bytes[count++] = raw;
+    if (!IsCheckpointScale(raw)) bytes[count++] = raw;
   }
   return std::pair{bytes, count};
 }();
@@ -99,8 +99,11 @@ inline uint16_t NormalF16(uint64_t h) {
 
 // The narrow class's lower exponent field, from the seed: 13..16 (binades 2^-2 .. 2^2).
 int NarrowExponent(uint64_t seed) { return 13 + int(Finalize(seed) & 3); }
+// The narrow class's lower byte b of its pair b, b + 1: 114..125, one fewer than the checkpoint's
+// count on purpose (not an off-by-one), so that b + 1 <= 126 and both bytes are the checkpoint's;
+// the pairs cover 114..126 (tests/fuzz/tensor_recipe_test.cc, NarrowPairsCoverTheCheckpointAndStayInIt).
 uint8_t NarrowScale(uint64_t seed) {
-  return uint8_t(kCheckpointScaleFirst + Finalize(seed) % (kCheckpointScaleLast - kCheckpointScaleFirst));
+  return uint8_t(kCheckpointScaleFirst + Finalize(seed) % (kCheckpointScaleCount - 1));
 }
 
 // The per-tensor constants a class needs, looked up once per tensor (not per element).
@@ -141,7 +144,7 @@ inline uint8_t ScaleOf(const Params& p, uint64_t h) {
   } else if constexpr (kClass == ValueClass::kNarrow) {
     return uint8_t(p.narrow_scale + (h & 1));
   } else if constexpr (kClass == ValueClass::kCheckpoint) {
-    return uint8_t(kCheckpointScaleFirst + Below(h, kCheckpointScaleLast - kCheckpointScaleFirst + 1));
+    return uint8_t(kCheckpointScaleFirst + Below(h, kCheckpointScaleCount));
   } else {
     return uint8_t(h);
   }

@@ -39,6 +39,8 @@
 #include <string>
 #include <vector>
 
+#include "reference/checkpoint_scales.h"
+
 namespace mxdiff::fuzz {
 
 enum class TensorKind : uint8_t { kActivations = 0, kCodes = 1, kScales = 2 };
@@ -57,10 +59,8 @@ inline constexpr int kValueClassCount = 6;
 const char* ValueClassName(ValueClass value_class);  // "uniform", ..., "checkpoint"
 bool ValueClassAllowed(TensorKind kind, ValueClass value_class);
 
-// The V4-Flash checkpoint's scale bytes (docs/numerics.md: transforms). A fact about one model's
-// weights, not a rule: admission is FoldAdmitted's business.
-inline constexpr uint8_t kCheckpointScaleFirst = 114;
-inline constexpr uint8_t kCheckpointScaleLast = 126;
+// The V4-Flash checkpoint's scale bytes, kCheckpointScaleFirst..Last (114..126), live in
+// reference/checkpoint_scales.h: the tests below fuzz/ ask them too.
 
 inline constexpr uint8_t kInterestingScaleBytes[] = {0,   1,   111, 112, 113, 114, 115, 120, 126, 127,
                                                      128, 129, 130, 141, 142, 143, 200, 254, 255};

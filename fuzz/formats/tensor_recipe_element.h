@@ -124,7 +124,7 @@ MXDIFF_HD uint8_t Scale(const RecipeTables& t, uint64_t index) {
     case ValueClass::kNarrow:
       return uint8_t(t.narrow_scale + (h & 1));
     case ValueClass::kCheckpoint:
-      return uint8_t(kCheckpointScaleFirst + Below(h, kCheckpointScaleLast - kCheckpointScaleFirst + 1));
+      return uint8_t(kCheckpointScaleFirst + Below(h, kCheckpointScaleCount));
     default:
       return uint8_t(h);
   }

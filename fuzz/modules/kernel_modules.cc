@@ -114,7 +114,7 @@ class KernelModule final : public GemmModule {
     const int widest = runner_->registry().max_swizzle();
     if (tactic.swizzle > widest || widest == 0) return std::nullopt;
     Tactic reordered = tactic;
-    reordered.swizzle = (tactic.swizzle + 1) % (widest + 1);
+    reordered.swizzle = NextSwizzle(tactic.swizzle, widest);
     return reordered;
   }
 

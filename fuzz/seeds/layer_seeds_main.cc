@@ -3,12 +3,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "fmt/core.h"
 #include "fuzz/formats/layer_case_format.h"
 #include "fuzz/formats/tensor_recipe.h"
 #include "fuzz/mutators/layer_mutator.h"
+#include "kernels/builtin_kernels.h"
+#include "reference/exit_status.h"
 #include "reference/hash.h"
 
 namespace mxdiff::fuzz {
@@ -17,10 +20,8 @@ namespace {
 SplitMix64 rng(20261203);
 uint64_t Next() { return rng(); }
 
-// One of the checkpoint's scale bytes (kCheckpointScaleFirst..Last), uniform.
-uint8_t CheckpointScaleByte() {
-  return uint8_t(kCheckpointScaleFirst + Next() % (kCheckpointScaleLast - kCheckpointScaleFirst + 1));
-}
+// One of the checkpoint's scale bytes (reference/checkpoint_scales.h), uniform.
+uint8_t CheckpointScaleByte() { return CheckpointScaleOf(Next()); }
 
 // A decode layer: hidden 64, intermediate 32, 8 experts, top-6 (+ shared), checkpoint scale bytes.
 LayerCase Base(int tokens, int replays) {
@@ -52,13 +53,13 @@ class SeedWriter {
     absl::StatusOr<std::vector<uint8_t>> bytes = EncodeLayerCase(c);
     if (!bytes.ok()) {
       fmt::print(stderr, "{}: {}\n", name, bytes.status().ToString());
-      std::exit(2);
+      std::exit(kExitBadInput);
     }
     std::ofstream out(dir_ / (name + ".case"), std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes->data()), std::streamsize(bytes->size()));
     if (!out) {
       fmt::print(stderr, "cannot write {}\n", (dir_ / name).string());
-      std::exit(2);
+      std::exit(kExitBadInput);
     }
     ++written_;
   }
@@ -145,10 +146,16 @@ void EmitValueSeeds(SeedWriter& writer) {
   }
 }
 
-// Every CTA shape with split-K and a swizzle; W2's tactic apart from W13's.
+// Every CTA shape of the builtin kernels (kCtaShapes) with split-K and a swizzle; W2's tactic
+// apart from W13's.
 void EmitTacticSeeds(SeedWriter& writer) {
-  const Tactic tactics[] = {{8, 128, 64, 3, 1}, {16, 128, 32, 2, 0}, {32, 128, 32, 1, 2}, {64, 128, 32, 4, 0}};
-  for (const Tactic& t : tactics) {
+  constexpr struct {
+    int splits, swizzle;
+  } kSplitsSwizzle[] = {{3, 1}, {2, 0}, {1, 2}, {4, 0}};
+  for (size_t i = 0; i < std::size(kCtaShapes); ++i) {
+    const CtaShape& shape = kCtaShapes[i];
+    const auto& [splits, swizzle] = kSplitsSwizzle[i % std::size(kSplitsSwizzle)];
+    const Tactic t{.cta_m = shape.m, .cta_n = shape.n, .cta_k = shape.k, .splits = splits, .swizzle = swizzle};
     LayerCase c = Base(3, 1);
     c.w13_tactic = t;
     c.w2_tactic = t;
@@ -180,7 +187,7 @@ int main(int argc, char** argv) {
   using namespace mxdiff::fuzz;
   if (argc != 2) {
     fmt::print(stderr, "usage: mxdiff_layer_seeds DIR\n");
-    return 2;
+    return mxdiff::kExitBadInput;
   }
   const std::filesystem::path dir = argv[1];
   std::error_code error;
@@ -193,5 +200,5 @@ int main(int argc, char** argv) {
   EmitTacticSeeds(writer);
   EmitTopKSeed(writer);
   fmt::print("wrote {} layer cases into {}\n", writer.written(), dir.string());
-  return 0;
+  return mxdiff::kExitOk;
 }

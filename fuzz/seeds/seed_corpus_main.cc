@@ -19,7 +19,9 @@
 #include "fuzz/formats/case_format.h"
 #include "fuzz/mutators/case_mutator.h"
 #include "fuzz/driver/target_driver.h"
+#include "kernels/builtin_kernels.h"
 #include "kernels/dispatch_table.h"
+#include "reference/exit_status.h"
 #include "reference/split_plan.h"
 
 namespace {
@@ -146,9 +148,9 @@ void ReferenceSeeds(SeedWriter& out, mxdiff::fuzz::CaseRng& rng) {
 }
 
 void GemmSeeds(SeedWriter& out, mxdiff::fuzz::CaseRng& rng) {
-  const Tactic builtin[] = {{8, 128, 64, 1, 0}, {16, 128, 32, 1, 0}, {32, 128, 32, 1, 0}, {64, 128, 32, 1, 0}};
   int index = 0;
-  for (Tactic tactic : builtin) {
+  for (const mxdiff::CtaShape& shape : mxdiff::kCtaShapes) {  // every CTA shape the builtin kernels instantiate
+    Tactic tactic{.cta_m = shape.m, .cta_n = shape.n, .cta_k = shape.k, .splits = 1, .swizzle = 0};
     for (int s : {1, 3}) {
       for (uint8_t raw : {uint8_t(0xFE), uint8_t(112), uint8_t(129)}) {
         FuzzCase c = Shaped(rng, 3, {1, 2, 0}, 64, 128, raw);  // decode: a row or two per expert
@@ -344,7 +346,7 @@ void RecipeSeedsForGemm(SeedWriter& out, mxdiff::fuzz::CaseRng& rng) {
 int main(int argc, char** argv) {
   if (argc != 2) {
     fmt::print(stderr, "usage: {} OUT_DIR\n  writes OUT_DIR/<target>/*.case seeds for every fuzz target\n", argv[0]);
-    return 2;
+    return mxdiff::kExitBadInput;
   }
   SeedWriter out(argv[1]);
   mxdiff::fuzz::CaseRng rng(4);
@@ -355,5 +357,5 @@ int main(int argc, char** argv) {
   RecipeSeedsForCpuTargets(out, rng);
   RecipeSeedsForGemm(out, rng);
   fmt::print("wrote {} seeds under {}\n", out.written(), argv[1]);
-  return out.ok() ? 0 : 1;
+  return out.ok() ? mxdiff::kExitOk : mxdiff::kExitCheckFailed;  // 1: a seed failed to encode or write
 }

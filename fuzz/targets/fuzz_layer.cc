@@ -14,6 +14,7 @@
 #include "fuzz/mutators/layer_mutator.h"
 #include "fuzz/checks/layer_target.h"
 #include "fuzz/driver/target_driver.h"
+#include "reference/exit_status.h"
 #include "reference/hash.h"
 
 namespace {
@@ -34,16 +35,16 @@ void Initialize(std::span<const std::string_view> /*args*/) {
   const absl::Status& why = differential->device().status();
   if (why.code() == absl::StatusCode::kFailedPrecondition) {
     fmt::print(stderr, "fuzz_layer: calibration guard failed, not fuzzing: {}\n", why.ToString());
-    std::exit(2);
+    std::exit(mxdiff::kExitBadInput);
   }
   if (why.code() != absl::StatusCode::kUnavailable) {
     fmt::print(stderr, "fuzz_layer: the device cannot be used, not fuzzing: {}\n", why.ToString());
-    std::exit(2);
+    std::exit(mxdiff::kExitBadInput);
   }
   if (GpuRequired()) {
     fmt::print(stderr, "fuzz_layer: MXDIFF_REQUIRE_GPU=1 (a GPU is present) but no device, not fuzzing: {}\n",
                why.ToString());
-    std::exit(2);
+    std::exit(mxdiff::kExitBadInput);
   }
   fmt::print(stderr, "fuzz_layer: no device ({}): checking the CPU side only\n", why.ToString());
 }

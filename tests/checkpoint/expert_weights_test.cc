@@ -11,6 +11,7 @@
 
 #include "fmt/core.h"
 #include "gtest/gtest.h"
+#include "reference/checkpoint_scales.h"
 #include "reference/moe_layer.h"
 #include "tests/tools/audit/safetensors_builder.h"
 
@@ -43,9 +44,9 @@ HostExpert RandomExpert(std::mt19937& rng, int hidden = kHidden, int inter = kIn
   e.w1 = RandomBytes(rng, size_t(inter) * hidden / 2, 0, 255);
   e.w3 = RandomBytes(rng, size_t(inter) * hidden / 2, 0, 255);
   e.w2 = RandomBytes(rng, size_t(hidden) * inter / 2, 0, 255);
-  e.s1 = RandomBytes(rng, size_t(inter) * hidden / 32, 114, 126);
-  e.s3 = RandomBytes(rng, size_t(inter) * hidden / 32, 114, 126);
-  e.s2 = RandomBytes(rng, size_t(hidden) * inter / 32, 114, 126);
+  e.s1 = RandomBytes(rng, size_t(inter) * hidden / 32, kCheckpointScaleFirst, kCheckpointScaleLast);
+  e.s3 = RandomBytes(rng, size_t(inter) * hidden / 32, kCheckpointScaleFirst, kCheckpointScaleLast);
+  e.s2 = RandomBytes(rng, size_t(hidden) * inter / 32, kCheckpointScaleFirst, kCheckpointScaleLast);
   return e;
 }
 

@@ -27,6 +27,7 @@
 #include "fuzz/mutators/case_mutator.h"
 #include "fuzz/checks/gemm_differential.h"
 #include "fuzz/modules/module_loader.h"
+#include "reference/checkpoint_scales.h"
 #include "fuzz/modules/reference_oracle.h"
 #include "fuzz/driver/target_driver.h"
 #include "reference/decode_shapes.h"
@@ -70,7 +71,7 @@ std::vector<std::vector<uint8_t>> W13Inputs(bool new_weights) {
                      {{uint32_t(rng() % c.element_count(TensorKind::kCodes)), uint16_t(rng() % 16)}}};
     c.recipe(TensorKind::kScales) =
         TensorRecipe{ValueClass::kCheckpoint, 0, weights_seed + 1,
-                     {{uint32_t(rng() % c.element_count(TensorKind::kScales)), uint16_t(114 + rng() % 13)}}};
+                     {{uint32_t(rng() % c.element_count(TensorKind::kScales)), CheckpointScaleOf(rng())}}};
     inputs.push_back(*EncodeCase(c));
   }
   return inputs;

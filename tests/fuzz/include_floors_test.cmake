@@ -60,6 +60,23 @@ foreach(lower reference kernels checkpoint)
   endforeach()
 endforeach()
 
+# reference/ is the bottom floor (the exit-status contract, hash.h, status_macros.h: what every
+# other folder shares lives there): it includes from none of kernels/, checkpoint/, fuzz/, tools/;
+# checkpoint/ includes nothing from tools/.
+foreach(rule "reference:kernels|checkpoint|fuzz|tools" "checkpoint:tools")
+  string(REPLACE ":" ";" rule "${rule}")
+  list(GET rule 0 lower)
+  list(GET rule 1 above)
+  file(GLOB_RECURSE lower_sources ${SOURCE_DIR}/${lower}/*.h ${SOURCE_DIR}/${lower}/*.cc
+       ${SOURCE_DIR}/${lower}/*.cu ${SOURCE_DIR}/${lower}/*.cuh)
+  foreach(file ${lower_sources})
+    file(STRINGS ${file} includes REGEX "^#include \"(${above})/")
+    foreach(line ${includes})
+      string(APPEND errors "${file}: ${line} (${lower}/ is below it)\n")
+    endforeach()
+  endforeach()
+endforeach()
+
 if(errors)
   message(FATAL_ERROR "include floors broken:\n${errors}")
 endif()

@@ -7,6 +7,7 @@
 #include "kernels/moe_layer_plan.h"
 #include "kernels/tile_map.h"
 #include "kernels/tile_raster.h"
+#include "reference/checkpoint_scales.h"
 
 namespace mxdiff::testing {
 
@@ -19,7 +20,7 @@ void FastRng::Fill(std::span<uint8_t> bytes) {
   for (; i < bytes.size(); ++i) bytes[i] = uint8_t((*this)());
 }
 
-uint8_t CheckpointScale(FastRng& rng) { return uint8_t(114 + rng() % 13); }
+uint8_t CheckpointScale(FastRng& rng) { return CheckpointScaleOf(rng()); }
 
 HostMoeWeights::HostMoeWeights(const MoeShape& s) : shape(s) {
   const size_t groups = size_t(s.groups());

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "reference/checkpoint_scales.h"
 #include "reference/problem.h"
 
 namespace mxdiff::testing {
@@ -23,7 +24,7 @@ struct OwnedProblem {
 };
 
 enum class Values : uint8_t {
-  kModerate,  // normal fp16 activations in [2^-6, 2^6), scale bytes 114..126 (the checkpoint's range)
+  kModerate,  // normal fp16 activations in [2^-6, 2^6), the checkpoint's scale bytes (CheckpointScaleOf)
   kWild,      // any activation bits (subnormals, Inf, NaN at low density) and any scale byte
 };
 
@@ -54,7 +55,7 @@ inline OwnedProblem RandomProblem(std::mt19937_64& rng, int groups, int n, int k
   p.scale_bytes.resize(size_t(groups) * size_t(n) * size_t(k) / 32);
   for (uint8_t& raw : p.scale_bytes) {
     if (values == Values::kModerate) {
-      raw = uint8_t(114 + rng() % 13);
+      raw = CheckpointScaleOf(rng());
     } else {  // mostly near the admitted range, every fifth byte anything (0xFF included)
       raw = rng() % 5 == 0 ? uint8_t(rng()) : uint8_t(100 + rng() % 36);
     }

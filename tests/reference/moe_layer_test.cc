@@ -12,6 +12,7 @@
 
 #include "fmt/core.h"
 #include "gtest/gtest.h"
+#include "reference/checkpoint_scales.h"
 #include "reference/moe_layer_combine.h"
 #include "reference/moe_layer_float64.h"
 #include "reference/reference_gemm.h"
@@ -193,7 +194,7 @@ RandomMoe MakeRandomMoe(std::mt19937_64& rng, const MoeShape& shape, int tokens)
     for (uint8_t& c : *codes) c = uint8_t(rng());
   }
   for (auto* scales : {&m.w13_scales, &m.w2_scales}) {
-    for (uint8_t& s : *scales) s = uint8_t(114 + rng() % 13);  // the checkpoint's raw 114..126
+    for (uint8_t& s : *scales) s = CheckpointScaleOf(rng());  // the checkpoint's raw bytes
   }
   return m;
 }

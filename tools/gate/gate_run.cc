@@ -10,6 +10,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "reference/admission.h"
+#include "reference/exit_status.h"
 #include "kernels/route.h"
 #include "tools/gate/gate_report.h"
 
@@ -133,7 +134,7 @@ int RunGate(const GateRunConfig& config) {
     absl::StatusOr<StepResult> step = kSteps[i](context);
     if (!step.ok()) {
       fmt::print(stderr, "mxdiff gate: {}\n", FirstLine(std::string(step.status().message())));
-      return 2;
+      return kExitBadInput;
     }
     step->seconds = SecondsSince(start);
     fmt::print(stderr, "gate: [{}/{}] {}: {} ({:.1f} s): {}\n", i + 1, kGateSteps, GateStepName(GateStep(i)),
@@ -154,7 +155,7 @@ int RunGate(const GateRunConfig& config) {
     BenchFigures(context, config.report_dir, report);
     if (absl::Status written = WriteGateReport(config.report_dir, report); !written.ok()) {
       fmt::print(stderr, "mxdiff gate: {}\n", std::string(written.message()));
-      return 2;
+      return kExitBadInput;
     }
     fmt::print("report: {}/report.md, {}/report.json\n", config.report_dir, config.report_dir);
   }

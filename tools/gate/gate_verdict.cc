@@ -56,12 +56,12 @@ GateDecision DecideGate(std::span<const StepResult> steps) {
     if (given[step] > 1) undecided.push_back(fmt::format("{} given {} times", GateStepName(GateStep(step)), given[step]));
   }
   if (!failed.empty()) {
-    return {GateVerdict::kDoNotMerge, fmt::format("failed: {}", fmt::join(failed, "; ")), 1};
+    return {GateVerdict::kDoNotMerge, fmt::format("failed: {}", fmt::join(failed, "; ")), kExitCheckFailed};
   }
   if (!undecided.empty()) {
-    return {GateVerdict::kInconclusive, fmt::format("not decided: {}", fmt::join(undecided, "; ")), 3};
+    return {GateVerdict::kInconclusive, fmt::format("not decided: {}", fmt::join(undecided, "; ")), kExitInconclusive};
   }
-  return {GateVerdict::kMerge, "every step ran and passed", 0};
+  return {GateVerdict::kMerge, "every step ran and passed", kExitOk};
 }
 
 }  // namespace mxdiff::gate

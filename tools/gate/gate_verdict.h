@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reference/exit_status.h"
 #include "tools/bench/verdict.h"
 
 namespace mxdiff::gate {
@@ -44,7 +45,7 @@ std::string_view GateVerdictName(GateVerdict verdict);  // "MERGE", "DO-NOT-MERG
 struct GateDecision {
   GateVerdict verdict = GateVerdict::kInconclusive;
   std::string reason{};   // one line naming the steps that decided it
-  int exit_status = 3;  // 0 MERGE, 1 DO-NOT-MERGE, 3 INCONCLUSIVE (tools/README.md)
+  int exit_status = kExitInconclusive;  // kExitOk MERGE, kExitCheckFailed DO-NOT-MERGE, kExitInconclusive (tools/README.md)
 };
 
 // A step given twice, or one not given at all, counts as not run.

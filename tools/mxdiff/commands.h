@@ -5,11 +5,15 @@
 #include <span>
 #include <string_view>
 
+#include "reference/exit_status.h"
+
 namespace mxdiff::cli {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitCheckFailed = 1;
-inline constexpr int kExitBadInput = 2;
+// The contract's numbers, from their one home (reference/exit_status.h).
+using ::mxdiff::kExitBadInput;
+using ::mxdiff::kExitCheckFailed;
+using ::mxdiff::kExitInconclusive;
+using ::mxdiff::kExitOk;
 
 int VectorsCommand(std::span<const std::string_view> args);         // vectors_command.cc
 int TransformTableCommand(std::span<const std::string_view> args);  // transform_table_command.cc

@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "reference/admission.h"
+#include "reference/checkpoint_scales.h"
 #include "checkpoint/byte_histogram.h"
 #include "tests/reference/test_seed.h"
 
@@ -45,7 +46,7 @@ TEST(ByteHistogram, LongRunsOfOneValueAndMixedBlocks) {
   std::vector<uint8_t> bytes(1 << 20);
   for (size_t i = 0; i < bytes.size(); ++i) {
     const bool wide = (i / 8160) % 3 == 1;
-    bytes[i] = wide ? uint8_t(rng()) : uint8_t(114 + rng() % 13);
+    bytes[i] = wide ? uint8_t(rng()) : CheckpointScaleOf(rng());
   }
   ExpectSameCounts(bytes, "mixed blocks");
 }

@@ -7,6 +7,7 @@
 
 #include "fuzz/formats/layer_case_format.h"
 #include "gtest/gtest.h"
+#include "reference/checkpoint_scales.h"
 #include "tools/gate/gate_exactness.h"
 
 namespace mxdiff::gate {
@@ -98,9 +99,9 @@ checkpoint::MoeLayerWeights SmallWeights(std::mt19937_64& random) {
     for (uint8_t& byte : bytes) byte = uint8_t(value(random));
   };
   fill(w.w13_codes, groups * 64 * 32, 0, 255);
-  fill(w.w13_scales, groups * 64 * 2, 114, 126);
+  fill(w.w13_scales, groups * 64 * 2, kCheckpointScaleFirst, kCheckpointScaleLast);
   fill(w.w2_codes, groups * 64 * 16, 0, 255);
-  fill(w.w2_scales, groups * 64 * 1, 114, 126);
+  fill(w.w2_scales, groups * 64 * 1, kCheckpointScaleFirst, kCheckpointScaleLast);
   return w;
 }
 
