@@ -25,6 +25,7 @@
 #include "fuzz/modules/module_loader.h"
 #include "fuzz/modules/reference_oracle.h"
 #include "fuzz/driver/target_driver.h"
+#include "reference/exit_status.h"
 
 namespace {
 
@@ -82,7 +83,7 @@ int CpuCheckEvery(std::span<const std::string_view> args) {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || value < 0 || value > 1000000) {
     fmt::print(stderr, "fuzz_gemm: not fuzzing: {} '{}' is not a whole number in 0..1000000\n", from, text);
-    std::exit(2);
+    std::exit(mxdiff::kExitBadInput);
   }
   return value;
 }
@@ -94,7 +95,7 @@ void Initialize(std::span<const std::string_view> args) {
   absl::StatusOr<LoadedModules> loaded = LoadModules(selection);
   if (!loaded.ok()) {
     fmt::print(stderr, "fuzz_gemm: not fuzzing: {}\n", loaded.status().ToString());
-    std::exit(2);
+    std::exit(mxdiff::kExitBadInput);
   }
   fmt::print(stderr, "fuzz_gemm: {}", loaded->report);
   OracleSettings settings;

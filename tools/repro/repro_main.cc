@@ -24,6 +24,7 @@
 #include "fmt/format.h"
 #include "fuzz/driver/findings.h"
 #include "fuzz/driver/fuzz_target.h"
+#include "reference/exit_status.h"
 #include "tools/cli/checked_output.h"
 #include "tools/cli/command_line.h"
 #include "checkpoint/json_bytes.h"
@@ -46,9 +47,6 @@ namespace {
 
 using fuzz::TargetFinding;
 
-constexpr int kExitClean = 0;
-constexpr int kExitReproduced = 1;
-constexpr int kExitBadInput = 2;
 
 // Human text: stdout, or stderr with --json (stdout then holds the verdict alone).
 std::FILE* text = stdout;
@@ -220,7 +218,7 @@ int Run(const std::string& path) {
   if (absl::GetFlag(FLAGS_minimize) && !MinimizeCase(*session, path, findings)) return kExitBadInput;
   if (absl::GetFlag(FLAGS_emit) && !Emit(target, path, bytes, findings)) return kExitBadInput;
   session->Conclude(findings);
-  const int status = findings.empty() ? kExitClean : kExitReproduced;
+  const int status = findings.empty() ? kExitOk : kExitCheckFailed;
   if (absl::GetFlag(FLAGS_json)) PrintJsonVerdict(path, session->CheckVerdicts(), findings, status);
   return status;
 }
@@ -333,7 +331,7 @@ int RunSequence(const std::string& dir) {
   }
   const bool any = with_findings > 0 || session_findings;
   fmt::print(text, "\n{} of {} cases gave a finding{}\n", with_findings, files.size(), notes);
-  const int status = any ? kExitReproduced : kExitClean;
+  const int status = any ? kExitCheckFailed : kExitOk;
   if (absl::GetFlag(FLAGS_json)) {
     nlohmann::json verdict = {{"sequence", dir}, {"exit_status", status}, {"reproduced", any}, {"cases", cases}};
     fmt::print("{}\n", cli::DumpJson(verdict, 2));
@@ -371,7 +369,7 @@ static int Main(int argc, char** argv) {
   if (!status.ok()) {
     // One line (the contract of tools/README.md); --help prints the usage.
     fmt::print(stderr, "repro: {} (repro --help lists the flags)\n", std::string(status.message()));
-    return mxdiff::repro::kExitBadInput;
+    return mxdiff::kExitBadInput;
   }
   if (sequence) return mxdiff::repro::RunSequence(absl::GetFlag(FLAGS_sequence));
   return mxdiff::repro::Run(line->positional.front());
