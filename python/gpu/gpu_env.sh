@@ -23,4 +23,7 @@ else
   }
   export PYTHONPATH="$PWD/$site${PYTHONPATH:+:$PYTHONPATH}"
 fi
-python3 -c 'import sys, mxdiff, torch, triton; print(f"gpu_env: python {sys.version.split()[0]}, torch {torch.__version__}, triton {triton.__version__}, {torch.cuda.get_device_name(0)}, admitted scales {mxdiff.fold_admitted_set()}")' || return 2
+python3 -c 'import sys, mxdiff, torch, triton
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU visible"
+print(f"gpu_env: python {sys.version.split()[0]}, torch {torch.__version__}, triton {triton.__version__}, {gpu}, "
+      f"admitted scales {mxdiff.fold_admitted_set()}")' || return 2

@@ -51,11 +51,11 @@ def _jit(**options):
     return triton.jit(**{name: value for name, value in options.items() if name in known})
 
 
-# Compiled once per block configuration: the sizes, the strides that vary with the shape and the
-# pointers into slices are not specialized on (Triton would otherwise compile a variant for M == 1,
-# for N or k/32 not a multiple of 16, for a slice not 16-byte aligned, ...); the unit strides are.
-@_jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_bn", "stride_sn", "stride_cm"],
-      do_not_specialize_on_alignment=["a_ptr", "b_ptr", "s_ptr", "c_ptr"])
+# Compiled once per block configuration: what varies from shape to shape is not specialized on
+# (Triton would otherwise compile a variant for M == 1, for N or k/32 not a multiple of 16, for a
+# scale or output slice not 16-byte aligned, ...). What never varies still is: the unit strides,
+# the activation and weight strides (k and k/2, multiples of 16) and those two slices' alignment.
+@_jit(do_not_specialize=["M", "N", "K", "stride_sn", "stride_cm"], do_not_specialize_on_alignment=["s_ptr", "c_ptr"])
 def _mxfp4_group_kernel(a_ptr, b_ptr, s_ptr, c_ptr, M, N, K,
                         stride_am, stride_ak, stride_bk, stride_bn, stride_sn, stride_sk, stride_cm, stride_cn,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):

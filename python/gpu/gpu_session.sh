@@ -8,7 +8,9 @@
 #    tensors; each campaign's report (executions per second, findings) is printed;
 # 3. the embedded Python module against the C ABI example kernel on the same cases, same run
 #    (python/embed/bench_vs_c_abi.sh, every case of corpus/fuzz_gemm, real shapes included).
-# STEPS="test campaign bench" (the default) picks steps; OUT (default out/gpu-session) holds the logs.
+# STEPS="test campaign bench" (the default) picks steps; OUT (default out/gpu-session) holds the logs;
+# MXDIFF_PYTHON_DEVICE=cpu tries the script on a machine without a GPU (torch on the CPU, Triton
+# in its interpreter: slow, and not the numbers the issue asks for).
 # Exit: the worst of the steps (0 clean, 1 a test failed or a finding, 2 cannot run, 3 a worker did
 # not fuzz).
 set -uo pipefail
@@ -19,6 +21,12 @@ out="${OUT:-out/gpu-session}"
 build="${MXDIFF_FUZZ_BUILD_DIR:-build-fuzz}"
 source python/gpu/gpu_env.sh || exit 2
 [ -x "$build/fuzz/fuzz_gemm" ] || { echo "gpu_session: needs $build/fuzz/fuzz_gemm (the libFuzzer build, carried)" >&2; exit 2; }
+device="${MXDIFF_PYTHON_DEVICE:-cuda}"
+if [ "$device" = cuda ] && ! python3 -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
+  echo "gpu_session: torch sees no GPU here (MXDIFF_PYTHON_DEVICE=cpu to try the script without one)" >&2
+  exit 2
+fi
+[ "$device" = cuda ] || export TRITON_INTERPRET=1 MXDIFF_GPU_KERNELS_DEVICE=cpu
 mkdir -p "$out"
 status=0
 worst() { (($1 > status)) && status=$1; }
@@ -37,12 +45,12 @@ if [[ " $steps " == *" campaign "* ]]; then
   declare -A functions=([triton]=triton_dot_scaled [torch]=torch_dequant_matmul)
   pids=()
   for kernel in triton torch; do
-    stamp "campaign --python gpu_kernels:${functions[$kernel]} for $seconds s (bound mode, device tensors) -> $out/campaign-$kernel.log"
+    stamp "campaign --python gpu_kernels:${functions[$kernel]} for $seconds s (bound mode, $device tensors) -> $out/campaign-$kernel.log"
     rm -rf "$out/campaign-$kernel"
-    LD_LIBRARY_PATH="$runtime:${LD_LIBRARY_PATH:-}" MXDIFF_PYTHON_MODE=bound MXDIFF_PYTHON_DEVICE=cuda \
+    LD_LIBRARY_PATH="$runtime:${LD_LIBRARY_PATH:-}" MXDIFF_PYTHON_MODE=bound MXDIFF_PYTHON_DEVICE="$device" \
       MXDIFF_PYTHON_PATH="$PWD/python/gpu:${PYTHONPATH:-}" MXDIFF_PYTHON_TIMEOUT=120 \
       tools/campaign/campaign --targets fuzz_gemm --python "gpu_kernels:${functions[$kernel]}" --time "$seconds" \
-      --build-dir "$build" --out "$out/campaign-$kernel" --progress 60 > "$out/campaign-$kernel.log" 2>&1 &
+      --build-dir "$build" --out "$out/campaign-$kernel" --progress 60 --jobs 1 > "$out/campaign-$kernel.log" 2>&1 &
     pids+=($!)
   done
   for i in 0 1; do
