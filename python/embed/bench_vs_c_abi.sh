@@ -19,11 +19,15 @@ export MXDIFF_PYTHON=example_kernels:reference MXDIFF_FINDINGS_DIR="$(mktemp -d)
 export MXDIFF_PYTHON_PATH="$PWD/python/embed${MXDIFF_PYTHON_PATH:+:$MXDIFF_PYTHON_PATH}"
 log="$MXDIFF_FINDINGS_DIR/fuzz_gemm.log"
 ratios=()
+child=
+trap '[ -n "$child" ] && kill "$child" 2>/dev/null; exit 124' TERM INT  # stopped (timeout): fuzz_gemm too
 for round in $(seq "$rounds"); do
   rates=()
   for lib in "$build/fuzz/libmxdiff_example_kernel.so" "$embed/libmxdiff_python_kernel.so"; do
     start=$(date +%s.%N)
-    MXDIFF_EXTERNAL_KERNEL="$lib" "$build/fuzz/fuzz_gemm" "${inputs[@]}" >"$log" 2>&1 || {
+    MXDIFF_EXTERNAL_KERNEL="$lib" "$build/fuzz/fuzz_gemm" "${inputs[@]}" >"$log" 2>&1 &
+    child=$!
+    wait "$child" || {
       echo "bench_vs_c_abi: fuzz_gemm with $(basename "$lib") failed; its log ends:" >&2
       tail -n 15 "$log" >&2
       exit 2
