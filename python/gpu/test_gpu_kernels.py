@@ -86,3 +86,27 @@ def test_torch_kernel_dequantizes_only_the_routed_groups():
     with Largest():
         gpu_kernels.torch_dequant_matmul(*inputs)
     assert Largest.numel <= 2 * n * k, f"a temporary of {Largest.numel} elements: more than one group's weights"
+
+
+def compiled_variants(function):
+    """How many variants of a @triton.jit function this process compiled (Triton 3.x keeps them per
+    device: device_caches[device][0], older ones in cache[device])."""
+    caches = getattr(function, "device_caches", None)
+    if caches is not None:
+        return sum(len(entry[0]) for entry in caches.values())
+    cache = getattr(function, "cache", None)
+    if isinstance(cache, dict):
+        return sum(len(entry) for entry in cache.values())
+    pytest.skip("this Triton keeps its compiled kernels where this test does not look")
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1", reason="the interpreter compiles nothing")
+def test_triton_kernel_compiles_once_for_every_shape():
+    """New sizes (M == 1 or not, N and k/32 multiples of 16 or not) and slices at any offset reuse the
+    one variant of the block configuration: a fuzzer changes the shape on every case."""
+    shapes = ((64, 256, [1]), (1000, 4096, [0, 3, 0, 1]), (96, 160, [2, 1]), (4096, 512, [0] * 5 + [1] * 6),
+              (128, 32, [5]), (2048, 1024, [1, 0, 7]))
+    for seed, (n, k, rows) in enumerate(shapes):
+        case = mxdiff.generate_case(seed, n, k, rows, activations="normal", codes="normal", scales="normal")
+        synced(gpu_kernels.triton_dot_scaled)(case.activations, case.codes, case.scales, case.row_offsets)
+    assert compiled_variants(gpu_kernels._mxfp4_group_kernel) == 1
