@@ -27,15 +27,14 @@ def _device():
 
 def _device_inputs(a, codes, scales, row_offsets):
     """NumPy arrays (mxdiff.check, the embedded kernel's default) or torch tensors
-    (MXDIFF_PYTHON_DEVICE=cuda: already on the GPU, used where they are) -> the four as torch
-    tensors on one device, the row offsets also as a list. NumPy inputs cross with one copy each,
-    straight from the (read-only) views."""
-    if not isinstance(a, torch.Tensor):
-        dev = _device()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # read-only views: torch only reads them
-            a, codes, scales, row_offsets = (torch.from_numpy(np.asarray(x)).to(dev)
-                                             for x in (a, codes, scales, row_offsets))
+    (MXDIFF_PYTHON_DEVICE=cuda: already on the GPU) -> the four as torch tensors on _device(), the
+    row offsets also as a list. Each crosses at most once: NumPy straight from the (read-only)
+    views, a tensor already there not at all."""
+    dev = _device()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # read-only views: torch only reads them
+        a, codes, scales, row_offsets = ((x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x))).to(dev)
+                                         for x in (a, codes, scales, row_offsets))
     return a, codes, scales, [int(x) for x in row_offsets.cpu().tolist()]
 
 
