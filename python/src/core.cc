@@ -225,8 +225,8 @@ nb::tuple BoundVerdicts(const AnyArray& activations, const AnyArray& codes, cons
       }
     };
     const double macs = double(rows) * double(n) * double(k);
-    const size_t threads = std::min<size_t>(
-        items, std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), size_t(macs / (1 << 20)) + 1)));
+    const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+    const size_t threads = std::max<size_t>(1, std::min({items, hardware, size_t(macs / (1 << 20)) + 1}));
     std::atomic<size_t> next{0};
     const auto run = [&] {
       std::vector<double> weights(static_cast<size_t>(k));
