@@ -21,4 +21,6 @@ tools/gpu/collect_runtime_libs.sh "$out/runtime-libs" "$out"/site/mxdiff/_core.c
 # The C++ runtime stays the GPU machine's own (newer, backward compatible): ours first on
 # LD_LIBRARY_PATH would shadow it for torch and triton too.
 rm -f "$out"/runtime-libs/libstdc++.so* "$out"/runtime-libs/libgcc_s.so*
-echo "build_for_gpu: $out/site (carry python/gpu/prebuilt; on the GPU machine: python/gpu/run_on_gpu.sh)"
+# What it was built from: gpu_env.sh refuses a prebuilt package whose C++ sources changed since.
+sha1sum python/src/*.cc python/CMakeLists.txt > "$out/SOURCES"
+echo "build_for_gpu: $out/site (carry python/gpu/prebuilt; on the GPU machine: python/gpu/gpu_session.sh)"

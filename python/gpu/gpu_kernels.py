@@ -7,6 +7,10 @@ check's read-only views) and return a [rows, n] float16 torch tensor on the GPU.
   (10-block-scaled-matmul) and its tests: Triton's arithmetic, not ours.
 - `torch_dequant_matmul`: PyTorch eager: E2M1 lookup x 2^(raw - 127) (raw 255 NaN, the MX spec)
   in float32, cast to float16, then `a @ w.T` (cuBLAS, fp16 in, fp32 accumulation, fp16 out)."""
+import inspect
+import os
+import warnings
+
 import numpy as np
 import torch
 import triton
@@ -15,20 +19,42 @@ import triton.language as tl
 _E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
 
 
+def _device():
+    """Where NumPy inputs go: MXDIFF_GPU_KERNELS_DEVICE, else the GPU where there is one, else the
+    CPU (torch's CPU ops; Triton only under TRITON_INTERPRET=1, its interpreter: the tests)."""
+    return torch.device(os.environ.get("MXDIFF_GPU_KERNELS_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
 def _device_inputs(a, codes, scales, row_offsets):
     """NumPy arrays (mxdiff.check, the embedded kernel's default) or torch tensors
-    (MXDIFF_PYTHON_DEVICE=cuda) -> the four on the GPU, row offsets as a list."""
-    dev = torch.device("cuda")
-    if isinstance(a, torch.Tensor):
-        return a.to(dev), codes.to(dev), scales.to(dev), [int(x) for x in row_offsets.cpu().tolist()]
-    a = torch.from_numpy(np.ascontiguousarray(a).view(np.uint16).astype(np.int16)).view(torch.float16).to(dev)
-    codes = torch.from_numpy(np.array(codes, copy=True)).to(dev)
-    scales = torch.from_numpy(np.array(scales, copy=True)).to(dev)
-    offsets = [int(x) for x in np.asarray(row_offsets)]
-    return a, codes, scales, offsets
+    (MXDIFF_PYTHON_DEVICE=cuda: already on the GPU) -> the four as torch tensors on _device(), the
+    row offsets also as a list. Each crosses at most once: NumPy straight from the (read-only)
+    views, a tensor already there not at all."""
+    dev = _device()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # read-only views: torch only reads them
+        a, codes, scales, row_offsets = ((x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x))).to(dev)
+                                         for x in (a, codes, scales, row_offsets))
+    return a, codes, scales, [int(x) for x in row_offsets.cpu().tolist()]
 
 
-@triton.jit
+def _routed(offsets):
+    """(group, first row, end row) of every group with rows: the only weights an output reads.
+    A 256-expert layer with 6 routed experts is 6 groups of work, not 256."""
+    return [(g, offsets[g], offsets[g + 1]) for g in range(len(offsets) - 1) if offsets[g] < offsets[g + 1]]
+
+
+def _jit(**options):
+    """triton.jit with the options this Triton knows (do_not_specialize_on_alignment is recent)."""
+    known = inspect.signature(triton.jit).parameters
+    return triton.jit(**{name: value for name, value in options.items() if name in known})
+
+
+# Compiled once per block configuration: what varies from shape to shape is not specialized on
+# (Triton would otherwise compile a variant for M == 1, for N or k/32 not a multiple of 16, for a
+# scale or output slice not 16-byte aligned, ...). What never varies still is: the unit strides,
+# the activation and weight strides (k and k/2, multiples of 16) and those two slices' alignment.
+@_jit(do_not_specialize=["M", "N", "K", "stride_sn", "stride_cm"], do_not_specialize_on_alignment=["s_ptr", "c_ptr"])
 def _mxfp4_group_kernel(a_ptr, b_ptr, s_ptr, c_ptr, M, N, K,
                         stride_am, stride_ak, stride_bk, stride_bn, stride_sn, stride_sk, stride_cm, stride_cn,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
@@ -61,10 +87,7 @@ def triton_dot_scaled(a, codes, scales, row_offsets, block_n=64, block_k=128):
     rows, k = a.shape
     n = codes.shape[1]
     out = torch.zeros((rows, n), dtype=torch.float16, device=a.device)
-    for g in range(len(offsets) - 1):
-        r0, r1 = offsets[g], offsets[g + 1]
-        if r0 == r1:
-            continue
+    for g, r0, r1 in _routed(offsets):
         a_g, c_g = a[r0:r1], out[r0:r1]
         b_g = codes[g].t()  # [k/2, n]: E2M1 packed along K, the first element in the low bits
         s_g = scales[g]     # [n, k/32]
@@ -77,17 +100,17 @@ def triton_dot_scaled(a, codes, scales, row_offsets, block_n=64, block_k=128):
 
 
 def torch_dequant_matmul(a, codes, scales, row_offsets):
+    """Each routed group's weights dequantized (float32, then float16) and multiplied; a group
+    without rows is never dequantized (all 256 experts of a real layer would be 1G weights)."""
     a, codes, scales, offsets = _device_inputs(a, codes, scales, row_offsets)
     lut = torch.tensor(_E2M1, dtype=torch.float32, device=a.device)
-    unpacked = torch.stack((codes & 0xF, codes >> 4), dim=-1).flatten(-2).long()  # [g, n, k]
-    raw = scales.repeat_interleave(32, dim=-1).float()
-    scale = torch.where(raw == 255, torch.full_like(raw, float("nan")), torch.exp2(raw - 127))
-    w = (lut[unpacked] * scale).to(torch.float16)
     out = torch.zeros((a.shape[0], codes.shape[1]), dtype=torch.float16, device=a.device)
-    for g in range(len(offsets) - 1):
-        r0, r1 = offsets[g], offsets[g + 1]
-        if r0 < r1:
-            out[r0:r1] = a[r0:r1] @ w[g].t()
+    for g, r0, r1 in _routed(offsets):
+        unpacked = torch.stack((codes[g] & 0xF, codes[g] >> 4), dim=-1).flatten(-2).long()  # [n, k]
+        raw = scales[g].repeat_interleave(32, dim=-1).float()
+        scale = torch.where(raw == 255, torch.full_like(raw, float("nan")), torch.exp2(raw - 127))
+        w = (lut[unpacked] * scale).to(torch.float16)
+        out[r0:r1] = a[r0:r1] @ w.t()
     return out
 
 

@@ -4,10 +4,8 @@
 #   VIA=campaign python/gpu/run_on_gpu.sh ...   through the real fuzzer instead: tools/campaign/campaign
 #       --targets fuzz_gemm --python gpu_kernels:KERNEL in bound mode on device tensors (needs the
 #       libFuzzer build carried in $MXDIFF_FUZZ_BUILD_DIR, default build-fuzz, with its runtime-libs/)
-# Uses the package carried in python/gpu/prebuilt/ (python/gpu/build_for_gpu.sh, run where the
-# C++ build's libraries are) with LD_LIBRARY_PATH=its runtime-libs; without it, builds and installs
-# the package from python/ with pip (--no-build-isolation --no-deps: no network; it needs absl,
-# fmt and nlohmann-json headers there). Then fuzzes each kernel in bound mode for SECONDS (300)
+# The package: python/gpu/gpu_env.sh (the one carried in python/gpu/prebuilt/, else pip builds it
+# here). Then fuzzes each kernel in bound mode for SECONDS (300)
 # and prints executions per second, every finding and the probes. Exit 1 if any kernel has a
 # finding, 2 if the package cannot be built or imported.
 set -uo pipefail
@@ -16,22 +14,7 @@ seconds="${1:-300}"
 shift || true
 kernels=("$@")
 ((${#kernels[@]})) || kernels=(triton torch)
-prebuilt=python/gpu/prebuilt
-if [ -f "$prebuilt/site/mxdiff/__init__.py" ]; then
-  cp python/mxdiff/*.py "$prebuilt/site/mxdiff/"  # this tree's Python side
-  export PYTHONPATH="$PWD/$prebuilt/site${PYTHONPATH:+:$PYTHONPATH}"
-  export LD_LIBRARY_PATH="$PWD/$prebuilt/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  echo "run_on_gpu: the carried package in $prebuilt"
-else
-  site=python/gpu/site
-  echo "run_on_gpu: building the package from python/ into $site"
-  python3 -m pip install --quiet --no-build-isolation --no-deps --upgrade --target "$site" ./python || {
-    echo "run_on_gpu: the package did not build here; build it where the C++ build works (python/gpu/build_for_gpu.sh) and carry python/gpu/prebuilt" >&2
-    exit 2
-  }
-  export PYTHONPATH="$PWD/$site${PYTHONPATH:+:$PYTHONPATH}"
-fi
-python3 -c 'import sys, mxdiff, torch, triton; print(f"run_on_gpu: python {sys.version.split()[0]}, torch {torch.__version__}, triton {triton.__version__}, {torch.cuda.get_device_name(0)}, admitted scales {mxdiff.fold_admitted_set()}")' || exit 2
+source python/gpu/gpu_env.sh || exit 2
 status=0
 declare -A functions=([triton]=triton_dot_scaled [torch]=torch_dequant_matmul)
 for kernel in "${kernels[@]}"; do

@@ -10,7 +10,10 @@ $MXDIFF_FINDINGS_DIR or the working folder).
 
 Returns (0, fp16 bits as a [rows, n] uint16 array) or (2, message). In bound mode an output within
 the bound returns the reference's bits for the case's own arithmetic, so fuzz_gemm's bit check
-passes; one outside is a failure whose message starts with python/bound or python/specials."""
+passes; one outside is a failure whose message starts with python/bound or python/specials.
+fuzz_gemm runs every case twice (its determinism check): where the second call's inputs, settings
+and kernel output are those of the call before, the bound check's answer is that call's, not
+computed again (`_stats["bound_checks"]` / `["bound_reused"]` count both)."""
 import hashlib
 import importlib
 import inspect
@@ -22,7 +25,8 @@ import numpy as np
 
 _kernel = None
 _settings = ()  # the keyword arguments of (transform, model, cta_k, splits) the kernel takes
-_stats = {"calls": 0, "seconds": 0.0}
+_stats = {"calls": 0, "seconds": 0.0, "bound_checks": 0, "bound_reused": 0}
+_last_bound = None  # (key arrays, answer) of the last bound check (_bound_answer)
 _MODELS = ("v100", "sm90-emulated", "sm90-emulated-ftz", "exact")
 _TRANSFORMS = ("ordinary", "folded")
 
@@ -64,10 +68,7 @@ def run_case(a, codes, scales, row_offsets, transform, model, cta_k, splits):
     rows, n = a.shape[0], codes.shape[1]
     inputs = (a, codes, scales, row_offsets)
     if os.environ.get("MXDIFF_PYTHON_DEVICE", "cpu") == "cuda":
-        import torch
-        inputs = tuple(torch.from_numpy(np.array(x.view(np.int16) if x.dtype == np.float16 else x)).cuda()
-                       for x in inputs)
-        inputs = (inputs[0].view(torch.float16),) + inputs[1:]
+        inputs = _to_device(inputs)
     start = time.monotonic()
     try:
         settings = {"transform": _TRANSFORMS[transform], "model": _MODELS[model], "cta_k": cta_k, "splits": splits}
@@ -87,14 +88,57 @@ def run_case(a, codes, scales, row_offsets, transform, model, cta_k, splits):
     bits = output.view(np.uint16)
     if mode == "bits":
         return 0, bits
-    status, exact, low, high = mxdiff._core.bound_verdicts(a, codes, scales, row_offsets, n, a.shape[1],
-                                                           _TRANSFORMS[transform], bits, max(1, a.shape[1] // 32))
+    return _bound_answer(a, codes, scales, row_offsets, (transform, model, cta_k, splits), bits)
+
+
+def _to_device(inputs):
+    """The four host views as torch tensors on the GPU: one copy each, straight from the host
+    memory (torch warns that the views are read-only; the tensors are only read)."""
+    import warnings
+
+    import torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return tuple(torch.from_numpy(x).to("cuda") for x in inputs)
+
+
+def _bound_key(a, codes, scales, row_offsets, settings, bits):
+    """What the bound check's answer depends on: the settings, the row offsets, the activations,
+    the weights of the groups with rows (no output element reads another group) and the output,
+    each as its bytes (NaN bits compare equal)."""
+    offsets = np.asarray(row_offsets)
+    used = np.flatnonzero(offsets[1:] > offsets[:-1])
+    arrays = (offsets, a, codes[used], scales[used], bits)
+    return settings, tuple(np.array(x, copy=True).reshape(-1).view(np.uint8) for x in arrays)
+
+
+def _same_key(x, y):
+    return x[0] == y[0] and all(p.shape == q.shape and np.array_equal(p, q) for p, q in zip(x[1], y[1]))
+
+
+def _bound_answer(a, codes, scales, row_offsets, settings, bits):
+    """run_case's answer in bound mode, reused where the call before had the same key."""
+    global _last_bound
+    import mxdiff
+    key = _bound_key(a, codes, scales, row_offsets, settings, bits)
+    if _last_bound is not None and _same_key(_last_bound[0], key):
+        _stats["bound_reused"] += 1
+        return _last_bound[1]
+    _stats["bound_checks"] += 1
+    transform, model, cta_k, splits = settings
+    n, k = codes.shape[1], a.shape[1]
+    status, exact, low, high = mxdiff._core.bound_verdicts(a, codes, scales, row_offsets, n, k,
+                                                           _TRANSFORMS[transform], bits, max(1, k // 32))
     bad = np.argwhere(status != 0)
     if len(bad):
         r, c = (int(x) for x in bad[0])
         kind = "python/specials" if status[r, c] == 2 else "python/bound"
-        return _fail(kind, f"{len(bad)} elements outside the bound; first ({r}, {c}): kernel {float(output[r, c])!r}, "
-                           f"allowed [{float(low[r, c])!r}, {float(high[r, c])!r}], exact {float(exact[r, c])!r}")
-    reference = mxdiff._core.reference_gemm(a, codes, scales, row_offsets, n, a.shape[1], _TRANSFORMS[transform],
-                                            _MODELS[model], cta_k, splits, 1)
-    return 0, reference
+        output = bits.view(np.float16)
+        answer = _fail(kind, f"{len(bad)} elements outside the bound; first ({r}, {c}): kernel "
+                             f"{float(output[r, c])!r}, allowed [{float(low[r, c])!r}, {float(high[r, c])!r}], "
+                             f"exact {float(exact[r, c])!r}")
+    else:
+        answer = 0, mxdiff._core.reference_gemm(a, codes, scales, row_offsets, n, k, _TRANSFORMS[transform],
+                                                _MODELS[model], cta_k, splits, 0)
+    _last_bound = (key, answer)
+    return answer

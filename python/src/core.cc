@@ -11,12 +11,15 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "checkpoint/audit.h"
@@ -172,41 +175,67 @@ nb::tuple BoundVerdicts(const AnyArray& activations, const AnyArray& codes, cons
   {
     nb::gil_scoped_release release;
     Check(ReferenceGemmF32(problem, options, exact_f32));
-    std::vector<double> weights(static_cast<size_t>(k));
-    for (int g = 0; g < problem.groups; ++g) {
-      const int first = problem.row_offsets[g], last = problem.row_offsets[g + 1];
-      for (int column = 0; column < n && first < last; ++column) {
-        const uint8_t* packed = problem.packed_codes.data() + (size_t(g) * n + column) * size_t(k) / 2;
-        const uint8_t* raws = problem.scale_bytes.data() + (size_t(g) * n + column) * size_t(k) / kBlockK;
-        for (int kk = 0; kk < k; ++kk) {
-          weights[kk] = F16Value(
-              dequantize(options.transform, unpack_code(packed, kk), prepared_scale(options.transform, raws[kk / kBlockK])));
-        }
-        for (int row = first; row < last; ++row) {
-          const uint16_t* a = problem.activations.data() + size_t(row) * size_t(k);
-          double sum = 0.0, abs_sum = 0.0;
-          for (int kk = 0; kk < k; ++kk) {
-            const double product = F16Value(a[kk]) * weights[kk];
-            sum += product;
-            abs_sum += std::fabs(product);
-          }
-          const size_t flat = size_t(row) * size_t(n) + size_t(column);
-          const double got = F16Value(out[flat]);
-          exact[flat] = double(bits_to_f32(exact_f32[flat]));
-          if (!std::isfinite(sum)) {
-            low[flat] = high[flat] = sum;
-            const bool kept = std::isnan(sum) ? std::isnan(got) : got == sum;
-            status[flat] = kept ? 0 : 2;
-            continue;
-          }
-          const double bound = ModelErrorBound(abs_sum, k / 4, bound_splits);
-          const double lo = F16Value(F16Floor(exact[flat] - bound)), hi = F16Value(F16Ceil(exact[flat] + bound));
-          low[flat] = lo;
-          high[flat] = hi;
-          status[flat] = (!std::isnan(got) && got >= lo && got <= hi) ? 0 : 1;
-        }
+    // The activations as doubles once (not once per column), then each (group, column) on its
+    // own: its weights dequantized once, every row of the group against them. Columns are
+    // independent and each writes only its own elements, so they run on all hardware threads;
+    // the sums run in k order as before, so every verdict and limit is the same bits.
+    std::vector<double> activations(problem.activations.size());
+    for (size_t i = 0; i < activations.size(); ++i) activations[i] = F16Value(problem.activations[i]);
+    // Every weight's value, by (raw scale, code): the transform's table, as doubles.
+    std::vector<double> table(256 * 16);
+    for (int raw = 0; raw < 256; ++raw) {
+      for (uint8_t code = 0; code < 16; ++code) {
+        table[size_t(raw) * 16 + code] =
+            F16Value(dequantize(options.transform, code, prepared_scale(options.transform, uint8_t(raw))));
       }
     }
+    std::vector<int> groups;  // the groups with rows: an empty one has no element to judge
+    for (int g = 0; g < problem.groups; ++g) {
+      if (problem.row_offsets[g] < problem.row_offsets[g + 1]) groups.push_back(g);
+    }
+    const size_t items = groups.size() * size_t(n);
+    const auto judge = [&](size_t item, std::vector<double>& weights) {
+      const int g = groups[item / size_t(n)], column = int(item % size_t(n));
+      const int first = problem.row_offsets[g], last = problem.row_offsets[g + 1];
+      const uint8_t* packed = problem.packed_codes.data() + (size_t(g) * n + column) * size_t(k) / 2;
+      const uint8_t* raws = problem.scale_bytes.data() + (size_t(g) * n + column) * size_t(k) / kBlockK;
+      for (int kk = 0; kk < k; ++kk) weights[kk] = table[size_t(raws[kk / kBlockK]) * 16 + unpack_code(packed, kk)];
+      for (int row = first; row < last; ++row) {
+        const double* a = activations.data() + size_t(row) * size_t(k);
+        double sum = 0.0, abs_sum = 0.0;
+        for (int kk = 0; kk < k; ++kk) {
+          const double product = a[kk] * weights[kk];
+          sum += product;
+          abs_sum += std::fabs(product);
+        }
+        const size_t flat = size_t(row) * size_t(n) + size_t(column);
+        const double got = F16Value(out[flat]);
+        exact[flat] = double(bits_to_f32(exact_f32[flat]));
+        if (!std::isfinite(sum)) {
+          low[flat] = high[flat] = sum;
+          const bool kept = std::isnan(sum) ? std::isnan(got) : got == sum;
+          status[flat] = kept ? 0 : 2;
+          continue;
+        }
+        const double bound = ModelErrorBound(abs_sum, k / 4, bound_splits);
+        const double lo = F16Value(F16Floor(exact[flat] - bound)), hi = F16Value(F16Ceil(exact[flat] + bound));
+        low[flat] = lo;
+        high[flat] = hi;
+        status[flat] = (!std::isnan(got) && got >= lo && got <= hi) ? 0 : 1;
+      }
+    };
+    const double macs = double(rows) * double(n) * double(k);
+    const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+    const size_t threads = std::max<size_t>(1, std::min({items, hardware, size_t(macs / (1 << 20)) + 1}));
+    std::atomic<size_t> next{0};
+    const auto run = [&] {
+      std::vector<double> weights(static_cast<size_t>(k));
+      for (size_t item = next++; item < items; item = next++) judge(item, weights);
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(run);
+    run();
+    for (std::thread& thread : pool) thread.join();
   }
   return nb::make_tuple(Owned(std::move(status), {rows, size_t(n)}), Owned(std::move(exact), {rows, size_t(n)}),
                         Owned(std::move(low), {rows, size_t(n)}), Owned(std::move(high), {rows, size_t(n)}));

@@ -67,3 +67,51 @@ def test_bound_mode_under_the_harness(repro, embed_library, tmp_path):
     bad = run(repro, embed_library, "wrong_scale", tmp_path, MXDIFF_PYTHON_MODE="bound")
     assert bad.returncode == 1 and "python/bound" in bad.stdout
     assert "route/ext-python/unexpected-error/python/bound" in bad.stdout, bad.stdout
+
+
+def test_bound_check_is_not_repeated_for_fuzz_gemms_determinism_rerun(monkeypatch, tmp_path):
+    """fuzz_gemm calls the kernel twice per case with the same inputs: where the second output is the
+    first's, the bound check's answer is reused (it was computed twice per case, ~1 s each on a real
+    decode shape); any change to what the answer depends on computes it again."""
+    import numpy as np
+
+    from mxdiff import embed
+    case = mxdiff.generate_case(7, 64, 128, [0, 3, 0, 2, 0])  # empty groups among the routed ones
+    a, codes, scales, offsets = (np.array(x) for x in (case.activations, case.codes, case.scales, case.row_offsets))
+    reference = case.reference(transform="ordinary", model="exact")
+    outputs = [reference]
+    monkeypatch.setenv("MXDIFF_PYTHON_MODE", "bound")
+    monkeypatch.setenv("MXDIFF_PYTHON_REPORTS", str(tmp_path))
+    monkeypatch.setattr(embed, "_kernel", lambda *inputs: outputs[-1])
+    monkeypatch.setattr(embed, "_settings", ())
+    monkeypatch.setattr(embed, "_last_bound", None)
+    monkeypatch.setattr(embed, "_stats", dict(embed._stats, bound_checks=0, bound_reused=0))
+
+    def run(*inputs):
+        return embed.run_case(*inputs, 0, 1, 32, 1)
+
+    first = run(a, codes, scales, offsets)
+    assert first[0] == 0
+    assert np.array_equal(first[1], case.reference(transform="ordinary", model="sm90-emulated").view(np.uint16))
+    again = run(a.copy(), codes.copy(), scales.copy(), offsets.copy())  # the rerun: same contents, new buffers
+    assert again[0] == 0 and np.array_equal(again[1], first[1])
+    assert (embed._stats["bound_checks"], embed._stats["bound_reused"]) == (1, 1)
+    # An empty group's weights are read by no output element: the answer still holds.
+    other = codes.copy()
+    other[0] ^= 0x11
+    assert run(a, other, scales, offsets)[0] == 0 and embed._stats["bound_checks"] == 1
+    # A routed group's weights, a scale, an activation or the output changed: checked again.
+    changed = [codes.copy(), scales.copy(), a.copy()]
+    changed[0][1, 0, 0] ^= 0x11
+    changed[1][3, 0, 0] ^= 1
+    changed[2].view(np.uint16)[0, 0] ^= 1
+    run(a, changed[0], scales, offsets)
+    run(a, codes, changed[1], offsets)
+    run(changed[2], codes, scales, offsets)
+    assert embed._stats["bound_checks"] == 4
+    wrong = reference.copy()
+    wrong.view(np.uint16)[0, 0] ^= 0x0400  # an exponent bit: far outside the bound
+    outputs.append(wrong)
+    failed = run(a, codes, scales, offsets)
+    assert failed[0] == 2 and failed[1].startswith("python/bound"), failed
+    assert run(a, codes, scales, offsets) == failed and embed._stats["bound_checks"] == 5
