@@ -1,7 +1,7 @@
 // fuzz_gemm's harness, shared with tools/repro: one case through every loaded module against
 // the reference, as named checks, each giving its finding and signature:
 //   cpu-side      the reference agrees with itself single- and multi-threaded (small cases,
-//                 or every case where no module ran)
+//                 or every case where no module is loaded)
 //   route         the reported route (or error) is what the dispatch rules demand; a failed
 //                 run leaves the output untouched; folded never runs on a refused layer
 //   written       every output element was written (the output arrives poisoned)

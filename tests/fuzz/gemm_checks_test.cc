@@ -108,6 +108,30 @@ TEST(GemmChecks, ACorrectModulePassesEveryNamedCheck) {
   EXPECT_EQ(evaluation.runs[0].output, evaluation.runs[0].reference);
 }
 
+// A large case that every loaded module refuses (its tactic is not instantiated, as the rules
+// demand) is judged by its routes alone: no CPU reference; with no module loaded the CPU side is
+// all that is checked, at any size.
+TEST(GemmChecks, ALargeCaseNoModuleRanGetsNoCpuSideCheckUnlessNoneIsLoaded) {
+  FuzzCase c;
+  const int rows[] = {2};
+  ResizeCase(c, 1, 1024, 4096, rows);  // 2^23 multiply-adds
+  c.tactic = Tactic{24, 24, 128, 1, 0};
+  ASSERT_FALSE(BuiltinKernelRegistry().Has(c.tactic, Transform::kOrdinary));
+  auto checks_of = [&c](bool with_module) {
+    std::vector<std::unique_ptr<GemmModule>> modules;
+    if (with_module) modules.push_back(std::make_unique<FakeModule>(Defect::kNone));
+    GemmDifferential differential(std::move(modules));
+    std::vector<std::string_view> checks;
+    for (const CheckVerdict& verdict : differential.Evaluate(c).verdicts) {
+      EXPECT_FALSE(verdict.finding.has_value()) << verdict.finding->signature;
+      checks.push_back(verdict.check);
+    }
+    return checks;
+  };
+  EXPECT_EQ(checks_of(true), (std::vector<std::string_view>{"health", "route", "cross-module"}));
+  EXPECT_EQ(checks_of(false), (std::vector<std::string_view>{"cross-module", "cpu-side"}));
+}
+
 TEST(GemmChecks, EachPlantedDefectIsCaughtByItsCheck) {
   const struct {
     Defect defect;
