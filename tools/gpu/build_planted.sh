@@ -30,6 +30,7 @@ command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || {
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-/work} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 base=$(git rev-parse HEAD)
 mkdir -p "$planted_dir"
+planted_dir=$(cd "$planted_dir" && pwd)  # absolute: the configure step runs inside the scratch copy
 scratch=$(cd "$planted_dir" && pwd)/scratch
 kit=$(cd "$planted_dir" && pwd)/kit
 started=$SECONDS
