@@ -318,7 +318,7 @@ int RunSequence(const std::string& dir) {
   size_t with_findings = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     cases.push_back(ReplaySequenceCase(std::filesystem::path(files[i]).filename().string(), inputs[i], sessions));
-    with_findings += cases.back()["findings"].empty() ? 0 : 1;
+    with_findings += int(!cases.back()["findings"].empty());
   }
   std::string notes;
   bool session_findings = false;
@@ -356,7 +356,7 @@ static int Main(int argc, char** argv) {
                "Exit status: 0 reproduced clean, 1 a mismatch or other finding reproduced, 2 bad input.\n\n"
                "flags:\n{}",
                kUsage, mxdiff::cli::FlagsHelp(kFlags));
-    return 0;
+    return mxdiff::kExitOk;
   }
   absl::Status status = line.ok() ? mxdiff::cli::ApplyFlags(*line, kFlags, "repro") : line.status();
   const bool sequence = status.ok() && !absl::GetFlag(FLAGS_sequence).empty();
