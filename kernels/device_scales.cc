@@ -20,14 +20,17 @@ absl::Status DeviceScales::Allocate(size_t count, const LayerAdmission& admissio
   return absl::OkStatus();
 }
 
+absl::Status DeviceScales::CheckRoom(Transform transform, size_t count) const {
+  const DeviceBuffer& buffer = buffers_[int(transform)];
+  if (buffer.bytes() >= count * sizeof(uint16_t)) return absl::OkStatus();
+  return absl::InvalidArgumentError(fmt::format("{} prepared scales: the {} buffer holds {}", count,
+                                                TransformName(transform), buffer.bytes() / sizeof(uint16_t)));
+}
+
 absl::Status DeviceScales::Fill(uint8_t raw, const LayerAdmission& admission, size_t count, cudaStream_t stream) {
   for (int t = 0; t < kTransformCount; ++t) {
     if (!PreparesTransform(Transform(t), admission)) continue;
-    if (buffers_[t].bytes() < count * sizeof(uint16_t)) {
-      return absl::InvalidArgumentError(fmt::format("{} prepared scales: the {} buffer holds {}", count,
-                                                    TransformName(Transform(t)),
-                                                    buffers_[t].bytes() / sizeof(uint16_t)));
-    }
+    MXDIFF_RETURN_IF_ERROR(CheckRoom(Transform(t), count));
     const std::vector<uint16_t> every(count, prepared_scale(Transform(t), raw));
     MXDIFF_RETURN_IF_ERROR(buffers_[t].Upload(std::span<const uint16_t>(every), stream, "copy scales"));
   }
@@ -38,11 +41,7 @@ absl::Status DeviceScales::WriteFromDevice(const uint8_t* device_raw, size_t cou
                                            cudaStream_t stream) {
   for (int t = 0; t < kTransformCount; ++t) {
     if (!PreparesTransform(Transform(t), admission)) continue;
-    if (buffers_[t].bytes() < count * sizeof(uint16_t)) {
-      return absl::InvalidArgumentError(fmt::format("{} prepared scales: the {} buffer holds {}", count,
-                                                    TransformName(Transform(t)),
-                                                    buffers_[t].bytes() / sizeof(uint16_t)));
-    }
+    MXDIFF_RETURN_IF_ERROR(CheckRoom(Transform(t), count));
     MXDIFF_RETURN_IF_ERROR(CudaStatus(
         LaunchPrepareScales(Transform(t), device_raw, count, buffers_[t].as<uint16_t>(), stream), "prepare scales"));
   }

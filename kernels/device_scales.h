@@ -42,6 +42,9 @@ class DeviceScales {
   const uint16_t* scales(Transform transform) const { return buffers_[int(transform)].as<uint16_t>(); }
 
  private:
+  // InvalidArgument where the transform's buffer holds fewer than `count` scales.
+  absl::Status CheckRoom(Transform transform, size_t count) const;
+
   DeviceBuffer buffers_[kTransformCount];
 };
 
