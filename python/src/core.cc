@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -156,6 +157,34 @@ uint16_t F16Ceil(double x) {
   return h;
 }
 
+// Every weight's value by (raw scale, code) under `transform`, as doubles: 256 x 16.
+std::vector<double> WeightValues(Transform transform) {
+  std::vector<double> table(256 * 16);
+  for (int raw = 0; raw < 256; ++raw) {
+    for (uint8_t code = 0; code < 16; ++code) {
+      table[size_t(raw) * 16 + code] = F16Value(dequantize(transform, code, prepared_scale(transform, uint8_t(raw))));
+    }
+  }
+  return table;
+}
+
+// work(item, scratch) for every item in [0, items), on up to `most_threads` threads (and no more
+// than the hardware has), each with its own scratch of `scratch_size` doubles.
+void ForEachItem(size_t items, size_t most_threads, size_t scratch_size,
+                 const std::function<void(size_t, std::vector<double>&)>& work) {
+  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::max<size_t>(1, std::min({items, hardware, most_threads}));
+  std::atomic<size_t> next{0};
+  const auto run = [&] {
+    std::vector<double> scratch(scratch_size);
+    for (size_t item = next++; item < items; item = next++) work(item, scratch);
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(run);
+  run();
+  for (std::thread& thread : pool) thread.join();
+}
+
 // Bound mode (python/README.md): each fp16 output against the exact model's fp32 value and the
 // proven bound of reference/error_bound.h, widened to the fp16 values around it.
 // Status per element: 0 within, 1 outside the bound, 2 a special (NaN, Inf) not kept.
@@ -181,14 +210,7 @@ nb::tuple BoundVerdicts(const AnyArray& activations, const AnyArray& codes, cons
     // the sums run in k order as before, so every verdict and limit is the same bits.
     std::vector<double> activations(problem.activations.size());
     for (size_t i = 0; i < activations.size(); ++i) activations[i] = F16Value(problem.activations[i]);
-    // Every weight's value, by (raw scale, code): the transform's table, as doubles.
-    std::vector<double> table(256 * 16);
-    for (int raw = 0; raw < 256; ++raw) {
-      for (uint8_t code = 0; code < 16; ++code) {
-        table[size_t(raw) * 16 + code] =
-            F16Value(dequantize(options.transform, code, prepared_scale(options.transform, uint8_t(raw))));
-      }
-    }
+    const std::vector<double> table = WeightValues(options.transform);
     std::vector<int> groups;  // the groups with rows: an empty one has no element to judge
     for (int g = 0; g < problem.groups; ++g) {
       if (problem.row_offsets[g] < problem.row_offsets[g + 1]) groups.push_back(g);
@@ -225,17 +247,7 @@ nb::tuple BoundVerdicts(const AnyArray& activations, const AnyArray& codes, cons
       }
     };
     const double macs = double(rows) * double(n) * double(k);
-    const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
-    const size_t threads = std::max<size_t>(1, std::min({items, hardware, size_t(macs / (1 << 20)) + 1}));
-    std::atomic<size_t> next{0};
-    const auto run = [&] {
-      std::vector<double> weights(static_cast<size_t>(k));
-      for (size_t item = next++; item < items; item = next++) judge(item, weights);
-    };
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(run);
-    run();
-    for (std::thread& thread : pool) thread.join();
+    ForEachItem(items, size_t(macs / (1 << 20)) + 1, size_t(k), judge);
   }
   return nb::make_tuple(Owned(std::move(status), {rows, size_t(n)}), Owned(std::move(exact), {rows, size_t(n)}),
                         Owned(std::move(low), {rows, size_t(n)}), Owned(std::move(high), {rows, size_t(n)}));
