@@ -427,6 +427,13 @@ echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
                       [r"fuzz_layer: 4 worker\(s\) on 2 GPU\(s\) \(3,1\)"] +
                       [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*on GPU {d} \(log "
                        for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))], env=on_four))
+    # Without --workers-per-gpu the host's cores are divided among the GPUs: one GPU, every core.
+    core_count = len(os.sched_getaffinity(0))
+    cases.append(Case("GPU workers default to the cores divided among the GPUs",
+                      campaign + ["--build-dir", placed_build, "--targets", "fuzz_layer", "--time", "1",
+                                  "--out", out, "--progress", "0"], 3,
+                      [fr"fuzz_layer: {core_count} worker\(s\) on 1 GPU\(s\) \(3\)"],
+                      env={**on_four, "CUDA_VISIBLE_DEVICES": "3"}))
     if opt.fuzzing:
         cases.append(Case("fuzz_gemm without a usable GPU on a GPU machine fails the campaign",
                           campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--time", "2", "--out", out,
