@@ -479,12 +479,11 @@ CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
               : std::nullopt});
   if (any_ran) ++cases_compared_;
   const double work = double(c.rows()) * double(c.n) * double(c.k);
-  // The CPU reference's own determinism, on the small cases it judges, and on every case where
-  // no module is loaded (then the CPU side is all there is to check). A large case that no loaded
-  // module ran (each refused its route as the rules demand) needs no reference at all: computing
-  // it four times on the CPU (an `exact` 2^25-product case takes seconds) would only slow the
-  // campaign down, found on the H200 (5 Dec: 72% of the workers' time).
-  if ((modules_.empty() && !any_ran) || (work <= kCpuSideWork && !case_.large)) {
+  // The CPU reference's own determinism: on the small cases it judges, and on every case where no
+  // module is loaded (the CPU side is then all there is). A large case that the loaded modules
+  // all refused needs no reference: four CPU references of an `exact` 2^25-product case take
+  // seconds (72% of an H200 campaign's worker time, 5 Dec).
+  if (modules_.empty() || (work <= kCpuSideWork && !case_.large)) {
     CheckResult finding = CheckCpuSide(c, evaluation);
     evaluation.verdicts.push_back({kCheckNames[kCpuSideCheck], "", std::move(finding)});
   }
@@ -493,7 +492,8 @@ CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
 
 const LayerAdmission& GemmDifferential::Admission(const FuzzCase& c) {
   PhaseTimer timer(counters_.seconds_in(Phase::kAdmission));
-  // A recipe and the tensor's size decide every scale byte: most mutations keep them.
+  // A recipe (its overrides included) and the tensor's size decide every scale byte; most
+  // mutations keep them.
   const std::optional<TensorRecipe>& recipe = c.recipe(TensorKind::kScales);
   if (!recipe || admission_memo_.recipe != recipe || admission_memo_.scale_bytes != c.scale_bytes.size()) {
     admission_memo_.admission = AdmitLayer(c.scale_bytes);
