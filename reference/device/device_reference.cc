@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "fmt/core.h"
@@ -23,9 +24,22 @@ absl::Status CudaStatus(cudaError_t error, const char* what) {
   return absl::InternalError(message);
 }
 
-// Device memory for values of T, kept and grown as needed: a fuzzing worker calls the device
-// reference thousands of times a second, and cudaMalloc/cudaFree (which waits for the device)
-// per call cost more than the small cases' kernels.
+// `data` (cudaMalloc'd, `capacity` bytes) made at least `bytes` long, its contents dropped where
+// it grows; kept where it is long enough: a fuzzing worker calls the device reference thousands of
+// times a second, and cudaMalloc/cudaFree (which waits for the device) per call cost more than
+// the small cases' kernels.
+absl::Status GrowDeviceMemory(void*& data, size_t& capacity, size_t bytes, const char* what) {
+  bytes = std::max<size_t>(bytes, 1);
+  if (data != nullptr && bytes <= capacity) return absl::OkStatus();
+  cudaFree(data);
+  data = nullptr;
+  capacity = 0;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data, bytes), what));
+  capacity = bytes;
+  return absl::OkStatus();
+}
+
+// Device memory for values of T, kept and grown as needed (GrowDeviceMemory).
 template <typename T>
 class DeviceArray {
  public:
@@ -34,16 +48,7 @@ class DeviceArray {
   DeviceArray& operator=(const DeviceArray&) = delete;
   ~DeviceArray() { cudaFree(data_); }
 
-  absl::Status Allocate(size_t count) {
-    const size_t bytes = count == 0 ? 1 : count * sizeof(T);
-    if (bytes <= capacity_) return absl::OkStatus();
-    cudaFree(data_);
-    data_ = nullptr;
-    capacity_ = 0;
-    MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data_, bytes), "cudaMalloc"));
-    capacity_ = bytes;
-    return absl::OkStatus();
-  }
+  absl::Status Allocate(size_t count) { return GrowDeviceMemory(data_, capacity_, count * sizeof(T), "cudaMalloc"); }
   absl::Status Upload(std::span<const T> values) {
     if (absl::Status status = Allocate(values.size()); !status.ok()) return status;
     if (values.empty()) return absl::OkStatus();
@@ -55,10 +60,10 @@ class DeviceArray {
     return CudaStatus(cudaMemcpy(values.data(), data_, values.size() * sizeof(T), cudaMemcpyDeviceToHost),
                       "cudaMemcpy from the device");
   }
-  T* get() const { return data_; }
+  T* get() const { return static_cast<T*>(data_); }
 
  private:
-  T* data_ = nullptr;
+  void* data_ = nullptr;
   size_t capacity_ = 0;
 };
 
@@ -155,16 +160,11 @@ DeviceWeights::~DeviceWeights() {
 
 absl::Status DeviceWeights::Reserve(size_t code_bytes, size_t scale_bytes) {
   if (absl::Status status = RequireDevice(); !status.ok()) return status;
-  auto grow = [](uint8_t*& data, size_t& capacity, size_t bytes, const char* what) -> absl::Status {
-    if (bytes <= capacity && data != nullptr) return absl::OkStatus();
-    cudaFree(data);
-    data = nullptr;
-    capacity = 0;
-    void* fresh = nullptr;
-    if (absl::Status status = CudaStatus(cudaMalloc(&fresh, bytes == 0 ? 1 : bytes), what); !status.ok()) return status;
-    data = static_cast<uint8_t*>(fresh);
-    capacity = bytes;
-    return absl::OkStatus();
+  auto grow = [](uint8_t*& data, size_t& capacity, size_t bytes, const char* what) {
+    void* memory = data;
+    const absl::Status status = GrowDeviceMemory(memory, capacity, bytes, what);
+    data = static_cast<uint8_t*>(memory);
+    return status;
   };
   code_bytes_ = scale_bytes_ = 0;
   if (absl::Status status = grow(codes_, code_capacity_, code_bytes, "cudaMalloc (codes)"); !status.ok()) return status;

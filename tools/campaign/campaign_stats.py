@@ -11,9 +11,9 @@ formats the report. Pure functions: tests/tools/campaign/stats_test.py checks th
 # "device_oracle" is 1 where the worker has the device reference (summed: the workers that have it).
 COUNTERS = ("cases", "small", "decode", "huge", "elements", "cpu", "device", "cpu_checked", "fallbacks", "refused",
             "disagreements", "runs_refused", "device_oracle")
-# Seconds each worker spent per phase (gemm_differential.h's Phase), summed over the workers.
-PHASES = ("decode", "admission", "kernels", "cpu_reference", "device_reference")
-PHASE_COUNTERS = tuple("seconds_" + phase for phase in PHASES)
+# The seconds a worker spent per phase are the "seconds_<phase>" lines, in gemm_differential.h's
+# Phase order (read from the file, so a new phase needs no change here).
+PHASE_PREFIX = "seconds_"
 
 
 def parse_stats(text):
@@ -22,10 +22,10 @@ def parse_stats(text):
     if not text or not text.strip():
         return None
     stats = {name: 0 for name in COUNTERS}
-    stats.update({name: 0.0 for name in ("seconds",) + PHASE_COUNTERS})
+    stats["seconds"] = 0.0
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) != 2 or parts[0] not in stats:
+        if len(parts) != 2 or (parts[0] not in stats and not parts[0].startswith(PHASE_PREFIX)):
             continue
         try:
             stats[parts[0]] = float(parts[1]) if parts[0].startswith("seconds") else int(parts[1], 10)
@@ -47,7 +47,8 @@ def total(per_worker):
     present = [s for s in per_worker if s is not None]
     if not present:
         return None
-    summed = {name: sum(s[name] for s in present) for name in COUNTERS + PHASE_COUNTERS}
+    phases = list(dict.fromkeys(name for s in present for name in s if name.startswith(PHASE_PREFIX)))
+    summed = {name: sum(s.get(name, 0.0) for s in present) for name in list(COUNTERS) + phases}
     summed["seconds"] = max(s["seconds"] for s in present)
     return summed
 
@@ -91,11 +92,13 @@ def phase_line(totals, worker_seconds):
     case), the rest being libFuzzer's own and the checks'."""
     cases = totals["cases"]
     parts = []
-    for phase, name in zip(PHASES, PHASE_COUNTERS):
+    phases = [name for name in totals if name.startswith(PHASE_PREFIX)]
+    for name in phases:
+        phase = name[len(PHASE_PREFIX):]
         share = totals[name] / worker_seconds if worker_seconds > 0 else 0.0
         per_case = f", {1e3 * totals[name] / cases:.3g} ms/case" if cases else ""
         parts.append(f"{phase} {100 * share:.1f}%{per_case}")
-    rest = worker_seconds - sum(totals[name] for name in PHASE_COUNTERS)
+    rest = worker_seconds - sum(totals[name] for name in phases)
     parts.append(f"other {100 * rest / worker_seconds:.1f}%" if worker_seconds > 0 else "other -")
     return f"  time by phase (of {worker_seconds:.0f} worker-seconds): " + "; ".join(parts)
 
