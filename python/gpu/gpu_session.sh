@@ -17,6 +17,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds="${1:-300}" rounds="${2:-3}" repeat="${3:-2}"
+for value in "$seconds" "$rounds" "$repeat" "${BUDGET:-580}"; do
+  [[ $value =~ ^[1-9][0-9]{0,5}$ ]] || {
+    echo "gpu_session: '$value' is not a whole number of seconds or rounds in 1..999999" >&2; exit 2; }
+done
 started=$SECONDS
 budget="${BUDGET:-580}"  # seconds for the whole command (the device machine's limit is 600): the bench gets what is left
 steps="${STEPS:-test campaign bench}"

@@ -518,6 +518,28 @@ def build_cases(opt, tmp):
                  [r"fuzz_gemm worker 0 did not fuzz: stopped before fuzzing \(exit 2\): fuzz_gemm: .*not-a-library\.so",
                   r"NOT FUZZED: 1 of 1 worker"], timeout=240),
         ]
+    # --- the GPU machine's scripts: bad usage is one line and exit 2, before anything runs.
+    gpu_scripts = os.path.join(repo, "tools", "gpu")
+    run_planted = os.path.join(gpu_scripts, "run_planted.sh")
+    planted_baseline = os.path.join(tmp, "planted-baseline")
+    os.makedirs(os.path.join(planted_baseline, "fuzz"))
+    fake_fuzzer(os.path.join(planted_baseline, "fuzz", "fuzz_gemm"), "exit 0")
+    gpu_session = os.path.join(repo, "python", "gpu", "gpu_session.sh")
+    cases += [
+        Case("run_planted.sh without arguments", [run_planted], 2, [r"usage: .*run_planted.sh FUZZ_BUILD_DIR"],
+             check=one_line),
+        Case("run_planted.sh on a missing build", [run_planted, os.path.join(tmp, "nowhere"), tmp], 2,
+             [r"no .*nowhere/fuzz/fuzz_gemm"], check=one_line),
+        Case("run_planted.sh on a file for the planted folder", [run_planted, planted_baseline, not_a_dir], 2,
+             [r"is not a directory"], check=one_line),
+        Case("build_planted.sh with a missing patch", [os.path.join(gpu_scripts, "build_planted.sh"),
+                                                       os.path.join(tmp, "no.patch")], 2,
+             [r"no.patch: no such patch"], check=one_line),
+        Case("gpu_session.sh with seconds that are not a number", [gpu_session, "ten"], 2,
+             [r"gpu_session: 'ten' is not a whole number"], check=one_line),
+        Case("gpu_session.sh with a zero budget", [gpu_session, "30"], 2,
+             [r"gpu_session: '0' is not a whole number"], check=one_line, env={"BUDGET": "0"}),
+    ]
     return cases
 
 
