@@ -91,6 +91,9 @@ std::string CountersText(const DifferentialCounters& n) {
   for (size_t phase = 0; phase < kPhaseCount; ++phase) {
     seconds += fmt::format("seconds_{} {:.3f}\n", kPhaseNames[phase], n.seconds[phase]);
   }
+  for (size_t shape = 0; shape < std::size(kShapeClassNames); ++shape) {
+    seconds += fmt::format("shape_seconds_{} {:.3f}\n", kShapeClassNames[shape], n.seconds_by_shape[shape]);
+  }
   return fmt::format(
       "cases {}\nsmall {}\ndecode {}\nhuge {}\nelements {}\ncpu {}\ndevice {}\ncpu_checked {}\nfallbacks {}\n"
       "refused {}\ndisagreements {}\nruns_refused {}\ndevice_materialized {}\nhost_codes_skipped {}\n"

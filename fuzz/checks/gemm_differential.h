@@ -110,6 +110,7 @@ struct DifferentialCounters {
                                   // (a kernel disagreed with the device oracle, or it fell back)
   double seconds[kPhaseCount] = {};  // by Phase
   double& seconds_in(Phase phase) { return seconds[size_t(phase)]; }
+  double seconds_by_shape[3] = {};  // a whole input's wall time (decode and evaluation), by ShapeClass
 };
 
 struct CheckVerdict {
@@ -161,8 +162,12 @@ class GemmDifferential {
   size_t cases_compared() const { return cases_compared_; }
   size_t runs_unsupported() const { return runs_unsupported_; }
   const DifferentialCounters& counters() const { return counters_; }
-  // Decoding happens outside (DecodeForDifferential): its caller adds the time here.
+  // Decoding happens outside (DecodeForDifferential): its caller adds the time here, and an
+  // input's whole time (decode and evaluation) to its case's shape class.
   double& decode_seconds() { return counters_.seconds_in(Phase::kDecode); }
+  void AddCaseSeconds(const FuzzCase& fuzz_case, double seconds) {
+    counters_.seconds_by_shape[size_t(ShapeClassOf(fuzz_case))] += seconds;
+  }
   const ReferenceOracle* device_oracle() const { return device_oracle_.get(); }
   const OracleSettings& oracle_settings() const { return settings_; }
   // Why the device oracle last fell back to the CPU (empty: never).

@@ -136,11 +136,14 @@ InputFindings Check(std::span<const uint8_t> input, bool fresh) {
   static thread_local MaterializationMemo memo;
   FuzzCase decoded;
   FuzzCase& c = fresh ? decoded : fuzz_case;
+  const auto started = std::chrono::steady_clock::now();
   {
     PhaseTimer timer(differential->decode_seconds());
     if (!DecodeForDifferential(input, *differential, c, description, fresh ? nullptr : &memo).ok()) return std::nullopt;
   }
-  return Evaluate(c);
+  InputFindings findings = Evaluate(c);
+  differential->AddCaseSeconds(c, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  return findings;
 }
 
 }  // namespace

@@ -499,6 +499,19 @@ TEST(DeviceWay, LargeRecipeCasesAreJudgedOnTheOraclesOwnMaterializationWithTheSa
   EXPECT_NE(CountersText(counters).find("\ndevice_materialized 8\n"), std::string::npos) << CountersText(counters);
 }
 
+TEST(DeviceWay, AnInputsSecondsGoToItsCasesShapeClass) {
+  OracleCalls calls;
+  GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kNone, 16);
+  const FuzzCase small = DecodeShapedCase();
+  ASSERT_EQ(ShapeClassOf(small), ShapeClass::kSmall);
+  differential.AddCaseSeconds(small, 0.25);
+  differential.AddCaseSeconds(small, 0.5);
+  const std::string text = CountersText(differential.counters());
+  EXPECT_NE(text.find("\nshape_seconds_small 0.750\nshape_seconds_decode 0.000\nshape_seconds_huge 0.000\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(DeviceWay, LiteralWeightsAndSmallCasesKeepTheirPaths) {
   OracleCalls calls;
   GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kNone, 16);

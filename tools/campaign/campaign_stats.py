@@ -14,6 +14,13 @@ COUNTERS = ("cases", "small", "decode", "huge", "elements", "cpu", "device", "cp
 # The seconds a worker spent per phase are the "seconds_<phase>" lines, in gemm_differential.h's
 # Phase order (read from the file, so a new phase needs no change here).
 PHASE_PREFIX = "seconds_"
+# An input's whole time (decode and evaluation) by its case's shape class: "shape_seconds_<class>",
+# the class being one of the counters above.
+SHAPE_PREFIX = "shape_seconds_"
+
+
+def _timed(name):
+    return name.startswith(PHASE_PREFIX) or name.startswith(SHAPE_PREFIX)
 
 
 def parse_stats(text):
@@ -25,10 +32,10 @@ def parse_stats(text):
     stats["seconds"] = 0.0
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) != 2 or (parts[0] not in stats and not parts[0].startswith(PHASE_PREFIX)):
+        if len(parts) != 2 or (parts[0] not in stats and not _timed(parts[0])):
             continue
         try:
-            stats[parts[0]] = float(parts[1]) if parts[0].startswith("seconds") else int(parts[1], 10)
+            stats[parts[0]] = float(parts[1]) if parts[0] == "seconds" or _timed(parts[0]) else int(parts[1], 10)
         except ValueError:
             continue
     return stats
@@ -47,7 +54,7 @@ def total(per_worker):
     present = [s for s in per_worker if s is not None]
     if not present:
         return None
-    phases = list(dict.fromkeys(name for s in present for name in s if name.startswith(PHASE_PREFIX)))
+    phases = list(dict.fromkeys(name for s in present for name in s if _timed(name)))
     summed = {name: sum(s.get(name, 0.0) for s in present) for name in list(COUNTERS) + phases}
     summed["seconds"] = max(s["seconds"] for s in present)
     return summed
@@ -56,7 +63,8 @@ def total(per_worker):
 def interval_rates(samples, interval):
     """samples: [(seconds since the start, executions so far)], ascending. Returns one
     (start, end, executions, per second) per interval boundary reached: the samples at multiples
-    of `interval` (the last one may end early, at the final sample)."""
+    of `interval` (the last one may end early, at the final sample, if a second or more after the
+    boundary before it)."""
     if not samples or interval <= 0:
         return []
     rates = []
@@ -64,7 +72,9 @@ def interval_rates(samples, interval):
     next_boundary = interval
     for index, (t, n) in enumerate(samples):
         last = index == len(samples) - 1
-        if t + 1e-9 >= next_boundary or (last and t > start_t):
+        # The last sample closes a partial interval, unless it is within a second of the previous
+        # boundary (the final sample just after it: a near-empty interval would read as a stall).
+        if t + 1e-9 >= next_boundary or (last and t >= start_t + 1):
             span = t - start_t
             rates.append((start_t, t, n - start_n, (n - start_n) / span if span > 0 else 0.0))
             start_t, start_n = t, n
@@ -103,6 +113,21 @@ def phase_line(totals, worker_seconds):
     return f"  time by phase (of {worker_seconds:.0f} worker-seconds): " + "; ".join(parts)
 
 
+def shape_line(totals, worker_seconds):
+    """Where the workers' time went by the cases' shape class: each class's share of the seconds
+    all workers ran, and its milliseconds per case of that class. None for stats without it."""
+    names = [name for name in totals if name.startswith(SHAPE_PREFIX)]
+    if not names or worker_seconds <= 0:
+        return None
+    parts = []
+    for name in names:
+        shape = name[len(SHAPE_PREFIX):]
+        count = totals.get(shape, 0)
+        per_case = f", {1e3 * totals[name] / count:.3g} ms/case" if count else ""
+        parts.append(f"{shape} {100 * totals[name] / worker_seconds:.1f}%{per_case}")
+    return f"  time by shape class (of {worker_seconds:.0f} worker-seconds): " + "; ".join(parts)
+
+
 def _rate(count, seconds):
     return f"{count / seconds:.3g}/s" if seconds > 0 else "-"
 
@@ -137,7 +162,11 @@ def report_lines(target, per_worker, elapsed, samples, interval, window=300):
                      f"{totals['device']}; device-vs-CPU disagreements: {totals['disagreements']}; fallbacks to the "
                      f"CPU: {totals['fallbacks']} (no device reference) + {totals['refused']} (out of device memory); "
                      f"kernel runs refused out of memory: {totals['runs_refused']}")
-        lines.append(phase_line(totals, sum(stats["seconds"] for stats in per_worker if stats is not None)))
+        worker_seconds = sum(stats["seconds"] for stats in per_worker if stats is not None)
+        lines.append(phase_line(totals, worker_seconds))
+        by_shape = shape_line(totals, worker_seconds)
+        if by_shape is not None:
+            lines.append(by_shape)
     rates = interval_rates(samples, interval)
     if rates:
         lines.append(f"{target}: executions per {interval} s interval: " +

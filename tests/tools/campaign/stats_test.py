@@ -29,6 +29,9 @@ seconds_admission 0.500
 seconds_kernels 4.000
 seconds_cpu_reference 2.000
 seconds_device_reference 0.500
+shape_seconds_small 1.200
+shape_seconds_decode 3.500
+shape_seconds_huge 4.000
 seconds 10.0
 """
 WORKER1 = WORKER0.replace("cases 100", "cases 50").replace("elements 4000000", "elements 1000000").replace(
@@ -44,6 +47,7 @@ class Parse(unittest.TestCase):
         self.assertEqual((stats["fallbacks"], stats["refused"], stats["runs_refused"]), (1, 1, 2))
         self.assertEqual(stats["seconds"], 10.0)
         self.assertEqual((stats["seconds_decode"], stats["seconds_kernels"]), (1.0, 4.0))
+        self.assertEqual(stats["shape_seconds_huge"], 4.0)
 
     def test_empty_and_garbage(self):
         self.assertIsNone(campaign_stats.parse_stats(""))
@@ -73,6 +77,9 @@ class Aggregate(unittest.TestCase):
         self.assertAlmostEqual(rates[1][3], 20.0)
         self.assertAlmostEqual(rates[3][3], 10.0)
         self.assertEqual(campaign_stats.interval_rates([], 30), [])
+        # a final sample a moment after the last boundary closes no interval of its own
+        rates = campaign_stats.interval_rates([(30.0, 300), (30.4, 300)], 30)
+        self.assertEqual([(s, e, n) for s, e, n, _ in rates], [(0.0, 30.0, 300)])
 
     def test_sustained_over_the_last_window(self):
         samples = [(t, 10 * t if t <= 300 else 3000 + 100 * (t - 300)) for t in range(30, 601, 30)]
@@ -104,6 +111,15 @@ class Report(unittest.TestCase):
         # 30 worker-seconds: decode 2 s of them over 150 cases, the phases 16 s, the rest 14 s
         self.assertIn("time by phase (of 30 worker-seconds): decode 6.7%, 13.3 ms/case; admission 3.3%", text)
         self.assertIn("device_reference 3.3%, 6.67 ms/case; other 46.7%", text)
+        # each class's seconds over the 30 worker-seconds, and per case of that class (120, 70, 10)
+        self.assertIn("time by shape class (of 30 worker-seconds): small 8.0%, 20 ms/case; decode 23.3%, "
+                      "100 ms/case; huge 26.7%, 800 ms/case", text)
+
+    def test_stats_without_shape_seconds_have_no_shape_line(self):
+        old = "".join(line + "\n" for line in WORKER0.splitlines() if not line.startswith("shape_seconds_"))
+        lines = campaign_stats.report_lines("fuzz_gemm", [campaign_stats.parse_stats(old)], 10.0, [], 10)
+        self.assertFalse([line for line in lines if "shape class" in line])
+        self.assertTrue([line for line in lines if "time by phase" in line])
 
 
 if __name__ == "__main__":
