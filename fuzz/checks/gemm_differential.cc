@@ -71,9 +71,13 @@ GemmDifferential::GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modu
                                    std::unique_ptr<ReferenceOracle> device_oracle, OracleSettings settings)
     : modules_(std::move(modules)), device_oracle_(std::move(device_oracle)), settings_(settings) {}
 
-ShapeClass ShapeClassOf(const FuzzCase& c) {
+bool AboveDeviceWork(const FuzzCase& c, const OracleSettings& settings) {
   const double work = double(c.rows()) * double(c.n) * double(c.k);
-  if (work <= double(1 << 22)) return ShapeClass::kSmall;
+  const double weights = double(c.groups) * double(c.n) * double(c.k);
+  return work > settings.device_above_work || weights > settings.device_above_work;
+}
+
+ShapeClass ShapeClassOf(const FuzzCase& c) {
   bool decode_shape = false;
   for (const DecodeShape& shape : kDecodeShapes) decode_shape |= shape.n == c.n && shape.k == c.k;
   int experts_with_rows = 0, most_rows = 0;
@@ -83,7 +87,8 @@ ShapeClass ShapeClassOf(const FuzzCase& c) {
     most_rows = std::max(most_rows, rows);
   }
   const bool decode = decode_shape && c.groups <= kRoutedExperts && experts_with_rows <= kDecodeTopK && most_rows <= 8;
-  return decode ? ShapeClass::kDecode : ShapeClass::kHuge;
+  if (decode) return ShapeClass::kDecode;
+  return AboveDeviceWork(c, OracleSettings{}) ? ShapeClass::kHuge : ShapeClass::kSmall;
 }
 
 std::string CountersText(const DifferentialCounters& n) {
@@ -105,8 +110,7 @@ std::string CountersText(const DifferentialCounters& n) {
 }
 
 bool GoesDeviceWay(const FuzzCase& c, const OracleSettings& settings, const ReferenceOracle* oracle) {
-  const double work = double(c.rows()) * double(c.n) * double(c.k);
-  return oracle != nullptr && settings.cpu_check_every > 0 && work > settings.device_above_work &&
+  return oracle != nullptr && settings.cpu_check_every > 0 && AboveDeviceWork(c, settings) &&
          oracle->MaterializesRecipes() && WeightsFromRecipes(c);
 }
 
@@ -431,12 +435,11 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
 }
 
 CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
-  const double work = double(c.rows()) * double(c.n) * double(c.k);
   case_ = CaseOracle{};
   compact_.ready = false;
   case_.codes_deferred =
       c.packed_codes.empty() && c.recipe(TensorKind::kCodes).has_value() && c.element_count(TensorKind::kCodes) > 0;
-  case_.large = device_oracle_ != nullptr && settings_.cpu_check_every > 0 && work > settings_.device_above_work;
+  case_.large = device_oracle_ != nullptr && settings_.cpu_check_every > 0 && AboveDeviceWork(c, settings_);
   case_.sampled = case_.large && CpuCheckSampled(c, settings_.cpu_check_every);
   case_.device_way = case_.large && GoesDeviceWay(c, settings_, device_oracle_.get());
   CaseEvaluation evaluation = EvaluateAll(c);

@@ -48,15 +48,19 @@ inline constexpr size_t kCpuSideCheck = 0, kRouteCheck = 1, kWrittenCheck = 2, k
 
 // Which oracle computes a case's reference.
 struct OracleSettings {
-  // Cases of more multiply-adds (rows x N x K) than this go to the device oracle, where there is one.
+  // Cases of more multiply-adds (rows x N x K), or of more weights (groups x N x K, which the host
+  // would materialize), than this go to the device oracle, where there is one.
   double device_above_work = double(1 << 22);
   // 1 in this many of those (by the case's hash) is also computed on the CPU and compared (1: all).
   int cpu_check_every = 16;
 };
 
-// The shape classes the campaign counts: small (at most OracleSettings' default work), decode (a
-// real decode shape of reference/decode_shapes.h: W13/W2 at PP2xTP4 or TP8, at most 6 experts
-// with rows, 1..8 rows each, up to 256 experts in all), huge (every other larger case).
+// Whether the case has more multiply-adds or more weights than settings.device_above_work.
+bool AboveDeviceWork(const FuzzCase& fuzz_case, const OracleSettings& settings);
+
+// The shape classes the campaign counts: decode (a real decode shape of reference/decode_shapes.h:
+// W13/W2 at PP2xTP4 or TP8, at most 6 experts with rows, 1..8 rows each, up to 256 experts in all,
+// whatever its work), small (not above OracleSettings' default work), huge (every other case).
 enum class ShapeClass { kSmall, kDecode, kHuge };
 inline constexpr std::string_view kShapeClassNames[] = {"small", "decode", "huge"};
 ShapeClass ShapeClassOf(const FuzzCase& fuzz_case);

@@ -499,6 +499,30 @@ TEST(DeviceWay, LargeRecipeCasesAreJudgedOnTheOraclesOwnMaterializationWithTheSa
   EXPECT_NE(CountersText(counters).find("\ndevice_materialized 8\n"), std::string::npos) << CountersText(counters);
 }
 
+// One routed row among 256 experts at W13's shape: 2^22 multiply-adds, but 2^30 weights that the
+// host would materialize (512 MB of codes) for a CPU reference. An H100 campaign spent 82.6% of
+// its workers' time on such "small" cases (5 Dec).
+TEST(DeviceWay, ALayerOfManyExpertsGoesTheDeviceWayWhateverItsRows) {
+  FuzzCase c;  // the description alone: nothing materialized
+  c.groups = 256;
+  c.n = 1024;
+  c.k = 4096;
+  c.row_offsets.assign(257, 0);
+  for (int g = 87; g <= 256; ++g) c.row_offsets[g] = 1;  // group 86 has the one row
+  c.recipe(TensorKind::kCodes) = TensorRecipe{ValueClass::kUniform, 0, 1, {}};
+  c.recipe(TensorKind::kScales) = TensorRecipe{ValueClass::kCheckpoint, 0, 2, {}};
+  const OracleSettings defaults;
+  ASSERT_EQ(double(c.rows()) * c.n * c.k, defaults.device_above_work) << "not above in multiply-adds";
+  OracleCalls calls;
+  MaterializingFakeOracle materializing(&calls);
+  EXPECT_TRUE(AboveDeviceWork(c, defaults));
+  EXPECT_TRUE(GoesDeviceWay(c, defaults, &materializing));
+  EXPECT_EQ(ShapeClassOf(c), ShapeClass::kDecode);
+  const FuzzCase small = DecodeShapedCase();
+  EXPECT_FALSE(AboveDeviceWork(small, defaults));
+  EXPECT_EQ(ShapeClassOf(small), ShapeClass::kSmall);
+}
+
 TEST(DeviceWay, AnInputsSecondsGoToItsCasesShapeClass) {
   OracleCalls calls;
   GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kNone, 16);
