@@ -17,7 +17,8 @@ from . import _core
 __all__ = [
     "TRANSFORMS", "MODELS", "Tactic", "Case", "Finding", "Admission",
     "e2m1_decode", "e2m1_encode", "e8m0_decode", "e8m0_encode", "pack_codes", "unpack_codes",
-    "dequantize", "prepared_scale", "transform_table", "spec_deviation_table", "admit", "audit",
+    "dequantize", "prepared_scale", "transform_table", "spec_deviation_table", "spec_deviations_of_column",
+    "explain_element", "admit", "audit",
     "fold_admitted_set", "admission_rule_version", "reference_gemm", "model_error_bound",
     "read_case", "decode_case", "generate_case", "generate_cases", "write_case", "check",
 ]
@@ -346,22 +347,35 @@ def reproducing_arithmetics(case: Case, output_bits: np.ndarray, splits_tried=(1
 
 
 def _explain_element(case: Case, transform: str, row: int, column: int) -> str:
-    """What is special in the inputs of one output element: the weights' deviations from the MX
-    spec under the transform, the scale bytes seen, the activations' specials and subnormals."""
-    group = int(np.searchsorted(case.row_offsets, row, side="right") - 1)
-    codes = unpack_codes(case.codes[group, column])
-    raws = np.repeat(case.scales[group, column], 32)
-    deviations = spec_deviation_table(transform)[raws, codes]
+    return explain_element(case.activations, case.codes, case.scales, case.row_offsets, transform, row, column)
+
+
+def spec_deviations_of_column(codes, scales, row_offsets, transform: str, row: int, column: int) -> str:
+    """How the weights that output element (row, column) reads deviate from the MX spec under the
+    transform, counted by kind: "128 flushed-to-zero", or "all equal"."""
+    group = int(np.searchsorted(np.asarray(row_offsets), row, side="right") - 1)
+    raws = np.repeat(np.asarray(scales[group, column], dtype=np.uint8), 32)
+    deviations = spec_deviation_table(transform)[raws, unpack_codes(codes[group, column])]
     names = spec_deviation_names()
     parts = [f"{np.count_nonzero(deviations == d)} {names[d]}" for d in range(1, len(names))
              if np.count_nonzero(deviations == d)]
-    a = case.activations[row].astype(np.float32)
+    return ", ".join(parts) if parts else "all equal"
+
+
+def explain_element(activations, codes, scales, row_offsets, transform: str, row: int, column: int) -> str:
+    """What is special in the inputs of one output element (arrays in mxdiff's layouts): the
+    weights' deviations from the MX spec under the transform (so a kernel that follows the spec
+    where the transform flushes or saturates shows as such), the scale bytes seen, the
+    activations' specials and subnormals."""
+    group = int(np.searchsorted(np.asarray(row_offsets), row, side="right") - 1)
+    scale_bytes = np.asarray(scales[group, column], dtype=np.uint8)
+    a = np.asarray(activations[row]).view(np.float16).astype(np.float32)
     subnormal = np.count_nonzero((a != 0) & (np.abs(a) < 2.0 ** -14))
-    text = (f"weights of column {column} (group {group}) vs the MX spec under {transform}: "
-            f"{', '.join(parts) if parts else 'all equal'}; scale bytes {sorted(set(case.scales[group, column].tolist()))}; "
+    return (f"weights of column {column} (group {group}) vs the MX spec under {transform}: "
+            f"{spec_deviations_of_column(codes, scales, row_offsets, transform, row, column)}; "
+            f"scale bytes {sorted(set(scale_bytes.tolist()))}; "
             f"activations of row {row}: {np.count_nonzero(np.isnan(a))} NaN, {np.count_nonzero(np.isinf(a))} Inf, "
             f"{subnormal} subnormal")
-    return text
 
 
 def _write_finding(case: Case, kind: str, out_dir: str, transform: str, model: str, tactic: Tactic) -> tuple:

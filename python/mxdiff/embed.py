@@ -134,9 +134,14 @@ def _bound_answer(a, codes, scales, row_offsets, settings, bits):
         r, c = (int(x) for x in bad[0])
         kind = "python/specials" if status[r, c] == 2 else "python/bound"
         output = bits.view(np.float16)
-        answer = _fail(kind, f"{len(bad)} elements outside the bound; first ({r}, {c}): kernel "
+        # Why, first: the summary is cut at 120 characters in fuzz_gemm's finding.
+        name = _TRANSFORMS[transform]
+        deviations = mxdiff.spec_deviations_of_column(codes, scales, row_offsets, name, r, c)
+        answer = _fail(kind, f"{len(bad)} elements outside the bound; first ({r}, {c}): weights vs the MX spec: "
+                             f"{deviations}; kernel "
                              f"{float(output[r, c])!r}, allowed [{float(low[r, c])!r}, {float(high[r, c])!r}], "
-                             f"exact {float(exact[r, c])!r}")
+                             f"exact {float(exact[r, c])!r}",
+                       mxdiff.explain_element(a, codes, scales, row_offsets, name, r, c))
     else:
         answer = 0, mxdiff._core.reference_gemm(a, codes, scales, row_offsets, n, k, _TRANSFORMS[transform],
                                                 _MODELS[model], cta_k, splits, 0)

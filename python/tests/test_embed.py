@@ -115,3 +115,36 @@ def test_bound_check_is_not_repeated_for_fuzz_gemms_determinism_rerun(monkeypatc
     failed = run(a, codes, scales, offsets)
     assert failed[0] == 2 and failed[1].startswith("python/bound"), failed
     assert run(a, codes, scales, offsets) == failed and embed._stats["bound_checks"] == 5
+
+
+def test_a_bound_finding_names_how_the_weights_deviate_from_the_mx_spec(monkeypatch, tmp_path):
+    """A kernel that follows the OCP MX spec where the contract's ordinary transform flushes (raw
+    scale 112: 2^-15 by the spec, 0 by the transform) fails the bound, and the finding says why in
+    its first 120 characters (fuzz_gemm's finding keeps those) and in its full report."""
+    import numpy as np
+
+    from mxdiff import embed
+    case = mxdiff.generate_case(3, 64, 128, [2, 1], codes="uniform")
+    codes, offsets = np.array(case.codes), np.array(case.row_offsets)
+    a = np.random.default_rng(3).uniform(-2, 2, size=np.shape(case.activations)).astype(np.float16)
+    scales = np.full_like(np.array(case.scales), 112)
+
+    def mx_spec_kernel(a, codes, scales, row_offsets):
+        out = np.zeros((a.shape[0], codes.shape[1]), dtype=np.float16)
+        for g in range(len(row_offsets) - 1):
+            weights = (mxdiff.e2m1_decode(mxdiff.unpack_codes(codes[g])).astype(np.float64)
+                       * mxdiff.e8m0_decode(np.repeat(scales[g], 32, axis=-1)))
+            out[row_offsets[g]:row_offsets[g + 1]] = a[row_offsets[g]:row_offsets[g + 1]].astype(np.float64) @ weights.T
+        return out
+
+    monkeypatch.setenv("MXDIFF_PYTHON_MODE", "bound")
+    monkeypatch.setenv("MXDIFF_PYTHON_REPORTS", str(tmp_path))
+    monkeypatch.setattr(embed, "_kernel", mx_spec_kernel)
+    monkeypatch.setattr(embed, "_settings", ())
+    monkeypatch.setattr(embed, "_last_bound", None)
+    status, message = embed.run_case(a, codes, scales, offsets, 0, 3, 32, 1)
+    assert status == 2 and message.startswith("python/bound: "), message
+    summary = message[len("python/bound: "):].split(" (full report: ")[0]
+    assert "weights vs the MX spec: " in summary and "flushed-to-zero" in summary, summary
+    report = open(message.split("(full report: ")[1].rstrip(")")).read()
+    assert "vs the MX spec under ordinary" in report and "scale bytes [112]" in report, report
