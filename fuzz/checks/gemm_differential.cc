@@ -74,7 +74,8 @@ GemmDifferential::GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modu
 bool AboveDeviceWork(const FuzzCase& c, const OracleSettings& settings) {
   const double work = double(c.rows()) * double(c.n) * double(c.k);
   const double weights = double(c.groups) * double(c.n) * double(c.k);
-  return work > settings.device_above_work || weights > settings.device_above_work;
+  // A case without rows stays where it always went (the device way was never run without them).
+  return work > settings.device_above_work || (c.rows() > 0 && weights > settings.device_above_work);
 }
 
 ShapeClass ShapeClassOf(const FuzzCase& c) {

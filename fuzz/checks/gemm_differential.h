@@ -55,7 +55,7 @@ struct OracleSettings {
   int cpu_check_every = 16;
 };
 
-// Whether the case has more multiply-adds or more weights than settings.device_above_work.
+// Whether the case has more multiply-adds, or rows and more weights, than settings.device_above_work.
 bool AboveDeviceWork(const FuzzCase& fuzz_case, const OracleSettings& settings);
 
 // The shape classes the campaign counts: decode (a real decode shape of reference/decode_shapes.h:

@@ -500,8 +500,8 @@ TEST(DeviceWay, LargeRecipeCasesAreJudgedOnTheOraclesOwnMaterializationWithTheSa
 }
 
 // One routed row among 256 experts at W13's shape: 2^22 multiply-adds, but 2^30 weights that the
-// host would materialize (512 MB of codes) for a CPU reference. An H100 campaign spent 82.6% of
-// its workers' time on such "small" cases (5 Dec).
+// host would materialize (512 MB of codes) for a CPU reference. Such cases were among the "small"
+// ones on which an H100 campaign spent 82.6% of its workers' time (5 Dec).
 TEST(DeviceWay, ALayerOfManyExpertsGoesTheDeviceWayWhateverItsRows) {
   FuzzCase c;  // the description alone: nothing materialized
   c.groups = 256;
@@ -521,6 +521,8 @@ TEST(DeviceWay, ALayerOfManyExpertsGoesTheDeviceWayWhateverItsRows) {
   const FuzzCase small = DecodeShapedCase();
   EXPECT_FALSE(AboveDeviceWork(small, defaults));
   EXPECT_EQ(ShapeClassOf(small), ShapeClass::kSmall);
+  c.row_offsets.assign(257, 0);
+  EXPECT_FALSE(AboveDeviceWork(c, defaults)) << "no rows: where such a case always went";
 }
 
 TEST(DeviceWay, AnInputsSecondsGoToItsCasesShapeClass) {
