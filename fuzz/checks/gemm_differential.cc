@@ -87,7 +87,8 @@ ShapeClass ShapeClassOf(const FuzzCase& c) {
     experts_with_rows += rows > 0;
     most_rows = std::max(most_rows, rows);
   }
-  const bool decode = decode_shape && c.groups <= kRoutedExperts && experts_with_rows <= kDecodeTopK && most_rows <= 8;
+  const bool decode = decode_shape && c.groups <= kRoutedExperts && experts_with_rows >= 1 &&
+                      experts_with_rows <= kDecodeTopK && most_rows <= 8;
   if (decode) return ShapeClass::kDecode;
   return AboveDeviceWork(c, OracleSettings{}) ? ShapeClass::kHuge : ShapeClass::kSmall;
 }

@@ -59,7 +59,7 @@ struct OracleSettings {
 bool AboveDeviceWork(const FuzzCase& fuzz_case, const OracleSettings& settings);
 
 // The shape classes the campaign counts: decode (a real decode shape of reference/decode_shapes.h:
-// W13/W2 at PP2xTP4 or TP8, at most 6 experts with rows, 1..8 rows each, up to 256 experts in all,
+// W13/W2 at PP2xTP4 or TP8, 1 to 6 experts with rows, 1..8 rows each, up to 256 experts in all,
 // whatever its work), small (not above OracleSettings' default work), huge (every other case).
 enum class ShapeClass { kSmall, kDecode, kHuge };
 inline constexpr std::string_view kShapeClassNames[] = {"small", "decode", "huge"};

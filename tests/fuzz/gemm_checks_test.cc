@@ -523,6 +523,7 @@ TEST(DeviceWay, ALayerOfManyExpertsGoesTheDeviceWayWhateverItsRows) {
   EXPECT_EQ(ShapeClassOf(small), ShapeClass::kSmall);
   c.row_offsets.assign(257, 0);
   EXPECT_FALSE(AboveDeviceWork(c, defaults)) << "no rows: where such a case always went";
+  EXPECT_EQ(ShapeClassOf(c), ShapeClass::kSmall) << "no rows: not a decode step";
 }
 
 TEST(DeviceWay, AnInputsSecondsGoToItsCasesShapeClass) {
