@@ -346,10 +346,6 @@ def reproducing_arithmetics(case: Case, output_bits: np.ndarray, splits_tried=(1
     return found
 
 
-def _explain_element(case: Case, transform: str, row: int, column: int) -> str:
-    return explain_element(case.activations, case.codes, case.scales, case.row_offsets, transform, row, column)
-
-
 def spec_deviations_of_column(codes, scales, row_offsets, transform: str, row: int, column: int) -> str:
     """How the weights that output element (row, column) reads deviate from the MX spec under the
     transform, counted by kind: "128 flushed-to-zero", or "all equal"."""
@@ -480,7 +476,8 @@ def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", tr
                        f"reference {_f16(expected[r, c])}; reproduced by: "
                        + (", ".join(f"{a[0]} {a[1]} splits {a[2]}" for a in reproduced) if reproduced else "none"))
             if explain:
-                message += "; " + _explain_element(case, transform, r, c)
+                message += "; " + explain_element(case.activations, case.codes, case.scales, case.row_offsets,
+                                                  transform, r, c)
             finding("python/bits", message, mismatches=len(bad), first=(r, c), reproduced_by=reproduced)
         else:
             status, exact, low, high = _core.bound_verdicts(
@@ -497,6 +494,7 @@ def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", tr
             message = (f"{len(bad)} of {rows * n} elements outside the bound ({transform}); first ({r}, {c}): "
                        f"kernel {_f16(got[r, c])}, {what}")
             if explain:
-                message += "; " + _explain_element(case, transform, r, c)
+                message += "; " + explain_element(case.activations, case.codes, case.scales, case.row_offsets,
+                                                  transform, r, c)
             finding(kind, message, mismatches=len(bad), first=(r, c))
     return findings

@@ -28,13 +28,16 @@ absl::Status CudaStatus(cudaError_t error, const char* what) {
 // it grows; kept where it is long enough: a fuzzing worker calls the device reference thousands of
 // times a second, and cudaMalloc/cudaFree (which waits for the device) per call cost more than
 // the small cases' kernels.
-absl::Status GrowDeviceMemory(void*& data, size_t& capacity, size_t bytes, const char* what) {
+template <typename T>
+absl::Status GrowDeviceMemory(T*& data, size_t& capacity, size_t bytes, const char* what) {
   bytes = std::max<size_t>(bytes, 1);
   if (data != nullptr && bytes <= capacity) return absl::OkStatus();
   cudaFree(data);
   data = nullptr;
   capacity = 0;
-  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data, bytes), what));
+  void* fresh = nullptr;
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&fresh, bytes), what));
+  data = static_cast<T*>(fresh);
   capacity = bytes;
   return absl::OkStatus();
 }
@@ -60,10 +63,10 @@ class DeviceArray {
     return CudaStatus(cudaMemcpy(values.data(), data_, values.size() * sizeof(T), cudaMemcpyDeviceToHost),
                       "cudaMemcpy from the device");
   }
-  T* get() const { return static_cast<T*>(data_); }
+  T* get() const { return data_; }
 
  private:
-  void* data_ = nullptr;
+  T* data_ = nullptr;
   size_t capacity_ = 0;
 };
 
@@ -160,16 +163,9 @@ DeviceWeights::~DeviceWeights() {
 
 absl::Status DeviceWeights::Reserve(size_t code_bytes, size_t scale_bytes) {
   if (absl::Status status = RequireDevice(); !status.ok()) return status;
-  auto grow = [](uint8_t*& data, size_t& capacity, size_t bytes, const char* what) {
-    void* memory = data;
-    const absl::Status status = GrowDeviceMemory(memory, capacity, bytes, what);
-    data = static_cast<uint8_t*>(memory);
-    return status;
-  };
   code_bytes_ = scale_bytes_ = 0;
-  if (absl::Status status = grow(codes_, code_capacity_, code_bytes, "cudaMalloc (codes)"); !status.ok()) return status;
-  if (absl::Status status = grow(scales_, scale_capacity_, scale_bytes, "cudaMalloc (scales)"); !status.ok())
-    return status;
+  MXDIFF_RETURN_IF_ERROR(GrowDeviceMemory(codes_, code_capacity_, code_bytes, "cudaMalloc (codes)"));
+  MXDIFF_RETURN_IF_ERROR(GrowDeviceMemory(scales_, scale_capacity_, scale_bytes, "cudaMalloc (scales)"));
   code_bytes_ = code_bytes;
   scale_bytes_ = scale_bytes;
   return absl::OkStatus();

@@ -54,8 +54,8 @@ def total(per_worker):
     present = [s for s in per_worker if s is not None]
     if not present:
         return None
-    phases = list(dict.fromkeys(name for s in present for name in s if _timed(name)))
-    summed = {name: sum(s.get(name, 0.0) for s in present) for name in list(COUNTERS) + phases}
+    timed = list(dict.fromkeys(name for s in present for name in s if _timed(name)))
+    summed = {name: sum(s.get(name, 0.0) for s in present) for name in list(COUNTERS) + timed}
     summed["seconds"] = max(s["seconds"] for s in present)
     return summed
 
@@ -97,18 +97,23 @@ def sustained(samples, window):
     return ((end_n - start_n) / span if span > 0 else 0.0), span
 
 
+def _shares(totals, prefix, worker_seconds, cases_of):
+    """For each "<prefix><name>" total of seconds, "<name> <share>%, <ms> ms/case": its share of the
+    seconds all workers ran, and per case of cases_of(name) (no ms where that is 0)."""
+    parts = []
+    for key in (key for key in totals if key.startswith(prefix)):
+        name, cases = key[len(prefix):], cases_of(key[len(prefix):])
+        share = totals[key] / worker_seconds if worker_seconds > 0 else 0.0
+        per_case = f", {1e3 * totals[key] / cases:.3g} ms/case" if cases else ""
+        parts.append(f"{name} {100 * share:.1f}%{per_case}")
+    return parts
+
+
 def phase_line(totals, worker_seconds):
     """Where the workers' time went: each phase's share of the seconds all workers ran (and per
     case), the rest being libFuzzer's own and the checks'."""
-    cases = totals["cases"]
-    parts = []
-    phases = [name for name in totals if name.startswith(PHASE_PREFIX)]
-    for name in phases:
-        phase = name[len(PHASE_PREFIX):]
-        share = totals[name] / worker_seconds if worker_seconds > 0 else 0.0
-        per_case = f", {1e3 * totals[name] / cases:.3g} ms/case" if cases else ""
-        parts.append(f"{phase} {100 * share:.1f}%{per_case}")
-    rest = worker_seconds - sum(totals[name] for name in phases)
+    parts = _shares(totals, PHASE_PREFIX, worker_seconds, lambda _: totals["cases"])
+    rest = worker_seconds - sum(totals[key] for key in totals if key.startswith(PHASE_PREFIX))
     parts.append(f"other {100 * rest / worker_seconds:.1f}%" if worker_seconds > 0 else "other -")
     return f"  time by phase (of {worker_seconds:.0f} worker-seconds): " + "; ".join(parts)
 
@@ -116,15 +121,9 @@ def phase_line(totals, worker_seconds):
 def shape_line(totals, worker_seconds):
     """Where the workers' time went by the cases' shape class: each class's share of the seconds
     all workers ran, and its milliseconds per case of that class. None for stats without it."""
-    names = [name for name in totals if name.startswith(SHAPE_PREFIX)]
-    if not names or worker_seconds <= 0:
+    if worker_seconds <= 0 or not any(key.startswith(SHAPE_PREFIX) for key in totals):
         return None
-    parts = []
-    for name in names:
-        shape = name[len(SHAPE_PREFIX):]
-        count = totals.get(shape, 0)
-        per_case = f", {1e3 * totals[name] / count:.3g} ms/case" if count else ""
-        parts.append(f"{shape} {100 * totals[name] / worker_seconds:.1f}%{per_case}")
+    parts = _shares(totals, SHAPE_PREFIX, worker_seconds, lambda shape: totals.get(shape, 0))
     return f"  time by shape class (of {worker_seconds:.0f} worker-seconds): " + "; ".join(parts)
 
 
