@@ -109,6 +109,43 @@ absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<cons
   return base + ".case";
 }
 
+bool KeepGoing() {
+  static const bool keep_going = [] {
+    const char* value = std::getenv("MXDIFF_KEEP_GOING");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return keep_going;
+}
+
+void KeptFindings::Record(std::string_view target, std::span<const uint8_t> input, const Finding& finding,
+                          const std::function<CheckResult()>& again, const InputHistory& history) {
+  for (Kept& kept : kept_) {
+    if (kept.signature == finding.signature) {
+      ++kept.inputs;
+      return;
+    }
+  }
+  const Finding confirmed = ConfirmInFreshState(finding, again);
+  kept_.push_back(Kept{finding.signature, confirmed.signature, 1});
+  if (written_ == kWritten) {
+    fmt::print(stderr, "==mxdiff== kept going: {} signatures written; {} and later ones are counted only\n",
+               kWritten, confirmed.signature);
+    return;
+  }
+  ++written_;
+  absl::StatusOr<std::string> path = WriteFinding(target, input, confirmed, &history);
+  fmt::print(stderr, "==mxdiff== kept going past {}\n==mxdiff== saved: {}\n", confirmed.signature,
+             path.ok() ? *path : std::string(path.status().message()));
+}
+
+std::string KeptFindings::Summary() const {
+  std::string text;
+  for (const Kept& kept : kept_) {
+    text += fmt::format("==mxdiff== kept going: {} input(s) found {}\n", kept.inputs, kept.reported);
+  }
+  return text;
+}
+
 void ReportFindingAndAbort(std::string_view target, std::span<const uint8_t> input, const Finding& finding,
                            const InputHistory* history) {
   absl::StatusOr<std::string> path = WriteFinding(target, input, finding, history);

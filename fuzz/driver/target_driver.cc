@@ -1,5 +1,6 @@
 #include "fuzz/driver/target_driver.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <span>
@@ -17,8 +18,14 @@ int CheckFuzzInput(std::string_view target, std::span<const uint8_t> input,
   const std::optional<CheckResult> result = check(/*fresh=*/false);
   if (!result) return -1;
   if (*result) {
-    const Finding confirmed = ConfirmInFreshState(**result, [&] { return check(/*fresh=*/true).value_or(std::nullopt); });
-    ReportFindingAndAbort(target, input, confirmed, &history);
+    const auto again = [&] { return check(/*fresh=*/true).value_or(std::nullopt); };
+    if (!KeepGoing()) ReportFindingAndAbort(target, input, ConfirmInFreshState(**result, again), &history);
+    static KeptFindings* kept = [] {
+      static KeptFindings findings;
+      std::atexit([] { std::fputs(findings.Summary().c_str(), stderr); });
+      return &findings;
+    }();
+    kept->Record(target, input, **result, again, history);
   }
   history.Push(input);
   return 0;

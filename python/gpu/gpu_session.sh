@@ -5,7 +5,8 @@
 # 1. test_gpu_kernels.py: both kernels within the bound on cases with empty groups (on the GPU);
 # 2. the Triton and the torch kernel through the real fuzzer at the same time, SECONDS each:
 #    tools/campaign/campaign --targets fuzz_gemm --python gpu_kernels:FUNCTION, bound mode, device
-#    tensors; each campaign's report (executions per second, findings) is printed;
+#    tensors, --keep-going (a finding does not end the SECONDS: each cause is written once and its
+#    inputs counted); each campaign's report (executions per second, findings) is printed;
 # 3. the embedded Python module against the C ABI example kernel on the same cases, same run
 #    (python/embed/bench_vs_c_abi.sh, every case of corpus/fuzz_gemm, real shapes included).
 # STEPS="test campaign bench" (the default) picks steps; OUT (default out/gpu-session) holds the logs;
@@ -57,7 +58,8 @@ if [[ " $steps " == *" campaign "* ]]; then
     LD_LIBRARY_PATH="$runtime:${LD_LIBRARY_PATH:-}" MXDIFF_PYTHON_MODE=bound MXDIFF_PYTHON_DEVICE="$device" \
       MXDIFF_PYTHON_PATH="$PWD/python/gpu:${PYTHONPATH:-}" MXDIFF_PYTHON_TIMEOUT=120 \
       tools/campaign/campaign --targets fuzz_gemm --python "gpu_kernels:${functions[$kernel]}" --time "$seconds" \
-      --build-dir "$build" --out "$out/campaign-$kernel" --progress 60 --jobs 1 > "$out/campaign-$kernel.log" 2>&1 &
+      --build-dir "$build" --out "$out/campaign-$kernel" --progress 60 --jobs 1 --keep-going \
+      > "$out/campaign-$kernel.log" 2>&1 &
     pids+=($!)
   done
   for i in 0 1; do

@@ -17,7 +17,8 @@ from . import _core
 __all__ = [
     "TRANSFORMS", "MODELS", "Tactic", "Case", "Finding", "Admission",
     "e2m1_decode", "e2m1_encode", "e8m0_decode", "e8m0_encode", "pack_codes", "unpack_codes",
-    "dequantize", "prepared_scale", "transform_table", "spec_deviation_table", "spec_deviations_of_column",
+    "dequantize", "prepared_scale", "transform_table", "spec_deviation_table", "spec_deviation_counts_of_column",
+    "spec_deviations_of_column",
     "explain_element", "admit", "audit",
     "fold_admitted_set", "admission_rule_version", "reference_gemm", "model_error_bound",
     "read_case", "decode_case", "generate_case", "generate_cases", "write_case", "check",
@@ -346,16 +347,21 @@ def reproducing_arithmetics(case: Case, output_bits: np.ndarray, splits_tried=(1
     return found
 
 
-def spec_deviations_of_column(codes, scales, row_offsets, transform: str, row: int, column: int) -> str:
-    """How the weights that output element (row, column) reads deviate from the MX spec under the
-    transform, counted by kind: "128 flushed-to-zero", or "all equal"."""
+def spec_deviation_counts_of_column(codes, scales, row_offsets, transform: str, row: int, column: int) -> dict:
+    """How many of the weights that output element (row, column) reads deviate from the MX spec
+    under the transform, by kind ({"flushed-to-zero": 128}; empty: all equal), in the kinds' order."""
     group = int(np.searchsorted(np.asarray(row_offsets), row, side="right") - 1)
     raws = np.repeat(np.asarray(scales[group, column], dtype=np.uint8), 32)
     deviations = spec_deviation_table(transform)[raws, unpack_codes(codes[group, column])]
     names = spec_deviation_names()
-    parts = [f"{np.count_nonzero(deviations == d)} {names[d]}" for d in range(1, len(names))
-             if np.count_nonzero(deviations == d)]
-    return ", ".join(parts) if parts else "all equal"
+    return {names[d]: int(np.count_nonzero(deviations == d)) for d in range(1, len(names))
+            if np.count_nonzero(deviations == d)}
+
+
+def spec_deviations_of_column(codes, scales, row_offsets, transform: str, row: int, column: int) -> str:
+    """spec_deviation_counts_of_column in words: "128 flushed-to-zero", or "all equal"."""
+    counts = spec_deviation_counts_of_column(codes, scales, row_offsets, transform, row, column)
+    return ", ".join(f"{count} {name}" for name, count in counts.items()) if counts else "all equal"
 
 
 def explain_element(activations, codes, scales, row_offsets, transform: str, row: int, column: int) -> str:

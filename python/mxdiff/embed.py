@@ -10,7 +10,8 @@ $MXDIFF_FINDINGS_DIR or the working folder).
 
 Returns (0, fp16 bits as a [rows, n] uint16 array) or (2, message). In bound mode an output within
 the bound returns the reference's bits for the case's own arithmetic, so fuzz_gemm's bit check
-passes; one outside is a failure whose message starts with python/bound or python/specials.
+passes; one outside is a failure whose message starts with python/bound or python/specials and
+then the cause (_cause_kind).
 fuzz_gemm runs every case twice (its determinism check): where the second call's inputs, settings
 and kernel output are those of the call before, the bound check's answer is that call's, not
 computed again (`_stats["bound_checks"]` / `["bound_reused"]` count both)."""
@@ -116,6 +117,19 @@ def _same_key(x, y):
     return x[0] == y[0] and all(p.shape == q.shape and np.array_equal(p, q) for p, q in zip(x[1], y[1]))
 
 
+def _cause_kind(kind, a, codes, scales, row_offsets, transform, row, column):
+    """kind/<how the element's weights deviate from the MX spec, or on-spec>[/<its activations'
+    specials>], e.g. python/bound/flushed-to-zero or python/specials/on-spec/nan-activations: fuzz_gemm
+    signs a finding with it, so a kernel that follows the spec where the contract flushes and one that
+    loses a NaN are kept apart, not one finding for both."""
+    import mxdiff
+    weights = "_".join(mxdiff.spec_deviation_counts_of_column(codes, scales, row_offsets, transform, row, column))
+    x = np.asarray(a[row]).view(np.float16).astype(np.float32)
+    specials = [name for name, present in (("nan", np.isnan(x).any()), ("inf", np.isinf(x).any()),
+                                           ("subnormal", ((x != 0) & (np.abs(x) < 2.0 ** -14)).any())) if present]
+    return f"{kind}/{weights or 'on-spec'}" + (f"/{'_'.join(specials)}-activations" if specials else "")
+
+
 def _bound_answer(a, codes, scales, row_offsets, settings, bits):
     """run_case's answer in bound mode, reused where the call before had the same key."""
     global _last_bound
@@ -132,10 +146,11 @@ def _bound_answer(a, codes, scales, row_offsets, settings, bits):
     bad = np.argwhere(status != 0)
     if len(bad):
         r, c = (int(x) for x in bad[0])
-        kind = "python/specials" if status[r, c] == 2 else "python/bound"
+        name = _TRANSFORMS[transform]
+        kind = _cause_kind("python/specials" if status[r, c] == 2 else "python/bound", a, codes, scales, row_offsets,
+                           name, r, c)
         output = bits.view(np.float16)
         # Why, first: the summary is cut at 120 characters in fuzz_gemm's finding.
-        name = _TRANSFORMS[transform]
         deviations = mxdiff.spec_deviations_of_column(codes, scales, row_offsets, name, r, c)
         answer = _fail(kind, f"{len(bad)} elements outside the bound; first ({r}, {c}): weights vs the MX spec: "
                              f"{deviations}; kernel "

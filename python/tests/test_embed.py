@@ -143,8 +143,16 @@ def test_a_bound_finding_names_how_the_weights_deviate_from_the_mx_spec(monkeypa
     monkeypatch.setattr(embed, "_settings", ())
     monkeypatch.setattr(embed, "_last_bound", None)
     status, message = embed.run_case(a, codes, scales, offsets, 0, 3, 32, 1)
-    assert status == 2 and message.startswith("python/bound: "), message
-    summary = message[len("python/bound: "):].split(" (full report: ")[0]
+    # The cause is in the kind, so fuzz_gemm's signature keeps it apart from other causes.
+    assert status == 2 and message.startswith("python/bound/flushed-to-zero: "), message
+    summary = message[len("python/bound/flushed-to-zero: "):].split(" (full report: ")[0]
     assert "weights vs the MX spec: " in summary and "flushed-to-zero" in summary, summary
     report = open(message.split("(full report: ")[1].rstrip(")")).read()
     assert "vs the MX spec under ordinary" in report and "scale bytes [112]" in report, report
+
+    # On-spec weights (raw 127) and a NaN among the activations: the kernel that drops it is told apart.
+    a[0, 5] = np.nan
+    monkeypatch.setattr(embed, "_kernel", lambda a, codes, scales, row_offsets: np.nan_to_num(
+        mx_spec_kernel(a, codes, scales, row_offsets)))
+    status, message = embed.run_case(a, codes, np.full_like(scales, 127), offsets, 0, 3, 32, 1)
+    assert status == 2 and message.startswith("python/specials/on-spec/nan-activations: "), message

@@ -1,5 +1,6 @@
 #include "fuzz/driver/findings.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -195,6 +196,47 @@ TEST_F(FindingsTest, TheDriverReportsAFindingThatAFreshStateDoesNotReproduceAsFl
     EXPECT_EQ(ReadText(entry.path() / "002.case"), std::string(inputs[2].begin(), inputs[2].end()));
   }
   EXPECT_EQ(sequences, 1u);
+}
+
+// Keep-going (MXDIFF_KEEP_GOING=1): the worker returns from each finding; the first input of each
+// signature is written, every input is counted, and the counts are printed at exit.
+TEST_F(FindingsTest, KeepGoingWritesEachSignatureOnceCountsEveryInputAndGoesOn) {
+  std::vector<std::vector<uint8_t>> inputs;
+  for (const FuzzCase& known : KnownCases()) {
+    absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(known);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    inputs.push_back(*bytes);
+    if (inputs.size() == 3) break;
+  }
+  ASSERT_EQ(inputs.size(), 3u);
+  EXPECT_EXIT(
+      {
+        setenv("MXDIFF_KEEP_GOING", "1", 1);
+        int checked = 0;
+        for (int round = 0; round < 3; ++round) {
+          for (size_t which = 0; which < inputs.size(); ++which) {
+            RunFuzzInput("fuzz_x", inputs[which].data(), inputs[which].size(), [&](const FuzzCase&) {
+              ++checked;
+              return which == 0 ? CheckResult(Finding{"mismatch/ordinary/a", "a"})
+                     : which == 1 && round > 0 ? CheckResult(Finding{"mismatch/ordinary/b", "b"})
+                                               : CheckResult();
+            });
+          }
+        }
+        // 9 inputs, and one fresh-state run for the first input of each signature.
+        std::exit(checked == 11 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0),
+      "kept going: 3 input\\(s\\) found mismatch/ordinary/a\n==mxdiff== kept going: 2 input\\(s\\) found "
+      "mismatch/ordinary/b\n");
+  std::vector<std::string> written;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.path().extension() == ".txt") written.push_back(entry.path().filename());
+  }
+  std::sort(written.begin(), written.end());
+  ASSERT_EQ(written.size(), 2u);
+  EXPECT_EQ(written[0].rfind("fuzz_x.mismatch_ordinary_a.", 0), 0u) << written[0];
+  EXPECT_EQ(written[1].rfind("fuzz_x.mismatch_ordinary_b.", 0), 0u) << written[1];
 }
 
 }  // namespace

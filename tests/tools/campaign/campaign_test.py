@@ -337,6 +337,28 @@ echo "Test unit written to ${prefix}crash-fake" >&2; exit 1""")
                              r"fuzz_reference \(1\) \(exit 3\)")),
     ]
 
+    # --- --keep-going: the workers get MXDIFF_KEEP_GOING=1, fuzz to the end, and the inputs each
+    # signature was found by are added up over them. The fake worker writes one finding and the
+    # driver's exit lines (fuzz/driver/findings.h), but only when it is told to keep going.
+    going_build = os.path.join(tmp, "going-build")
+    os.makedirs(os.path.join(going_build, "fuzz"))
+    fake_fuzzer(os.path.join(going_build, "fuzz", "fuzz_dispatch"), """
+for arg in "$@"; do case "$arg" in -merge=1) exit 0 ;; esac; done
+""" + fuzzed + """[ "$MXDIFF_KEEP_GOING" = 1 ] || exit 0
+mkdir -p "$MXDIFF_FINDINGS_DIR"
+echo x > "$MXDIFF_FINDINGS_DIR/fuzz_dispatch.mismatch_x.$$.case"
+echo "signature: mismatch/x" > "$MXDIFF_FINDINGS_DIR/fuzz_dispatch.mismatch_x.$$.txt"
+echo "==mxdiff== kept going: 7 input(s) found mismatch/x" >&2; exit 0""")
+    going = ["--build-dir", going_build, "--targets", "fuzz_dispatch", "--jobs", "2", "--time", "1",
+             "--out", os.path.join(tmp, "going-out"), "--progress", "0"]
+    cases += [
+        Case("--keep-going: workers fuzz on and each signature's inputs are summed", campaign + going + ["--keep-going"],
+             1, [r"fuzz_dispatch\s+2\s.*\b1 finding\(s\)$",
+                 r"^  mismatch/x\n    \S*repro \S+/fuzz_dispatch\.mismatch_x\.\d+\.case   \(14 input\(s\) found it\)$"],
+             [r"did not fuzz"]),
+        Case("without --keep-going the workers are not told to", campaign + going, 0, [r"no findings"]),
+    ]
+
     # --- items 17 and 18: ./run's steps are not in ninja's [n/N] notation and its campaign speaks as
     # run; every build path the READMEs name is a target of that build, and the paths of the
     # README's "After ./run" block are targets ./run builds (checked on the text of ./run: running
@@ -411,7 +433,8 @@ echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
                       [r"fuzz_layer worker 0 \(GPU 0\) did not fuzz: stopped before fuzzing \(exit 2\): fuzz_layer: "
                        r"MXDIFF_REQUIRE_GPU=1 \(a GPU is present\)"], env=with_gpu))
     # Placement (issue 21): the caller's CUDA_VISIBLE_DEVICES is kept, in turn per worker; nvidia-smi
-    # lists four GPUs whatever it says. The fake target stops and names the GPU it was given.
+    # lists four GPUs whatever it says. The fake target stops and names the GPU it was given, and
+    # whether libFuzzer's leak checks are off (GPU workers only).
     four_bin = os.path.join(tmp, "fake-nvidia-four")
     os.makedirs(four_bin)
     write(os.path.join(four_bin, "nvidia-smi"),
@@ -419,13 +442,14 @@ echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
     placed_build = os.path.join(tmp, "placed-build")
     os.makedirs(os.path.join(placed_build, "fuzz"))
     fake_fuzzer(os.path.join(placed_build, "fuzz", "fuzz_layer"),
-                'echo "fuzz_layer: cannot start: fake, on GPU $CUDA_VISIBLE_DEVICES" >&2; exit 2')
+                'leaks=$(printf "%s\\n" "$@" | grep -c "^-detect_leaks=0$")\n'
+                'echo "fuzz_layer: cannot start: fake, on GPU $CUDA_VISIBLE_DEVICES, leak checks off: $leaks" >&2; exit 2')
     on_four = {"PATH": four_bin + os.pathsep + os.environ.get("PATH", ""), "CUDA_VISIBLE_DEVICES": "3,1,7,2"}
     cases.append(Case("GPU workers stay on the caller's CUDA_VISIBLE_DEVICES, in turn",
                       campaign + ["--build-dir", placed_build, "--targets", "fuzz_layer", "--time", "1",
                                   "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 3,
                       [r"fuzz_layer: 4 worker\(s\) on 2 GPU\(s\) \(3,1\)"] +
-                      [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*on GPU {d} \(log "
+                      [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*on GPU {d}, leak checks off: 1 \(log "
                        for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))], env=on_four))
     # Without --workers-per-gpu the host's cores are divided among the GPUs: one GPU, every core.
     core_count = len(os.sched_getaffinity(0))
