@@ -117,33 +117,64 @@ bool KeepGoing() {
   return keep_going;
 }
 
-void KeptFindings::Record(std::string_view target, std::span<const uint8_t> input, const Finding& finding,
-                          const std::function<CheckResult()>& again, const InputHistory& history) {
-  for (Kept& kept : kept_) {
-    if (kept.signature == finding.signature) {
-      ++kept.inputs;
+namespace {
+
+// Keep-going's record of this process: per signature of a check, how it was reported (the same,
+// or flaky/<signature>) and how many inputs found it.
+class KeptFindings {
+ public:
+  static constexpr size_t kWritten = 100;
+
+  void Record(std::string_view target, std::span<const uint8_t> input, const Finding& finding,
+              const std::function<CheckResult()>& again, const InputHistory* history) {
+    for (Kept& kept : kept_) {
+      if (kept.signature == finding.signature) {
+        ++kept.inputs;
+        return;
+      }
+    }
+    const Finding confirmed = ConfirmInFreshState(finding, again);
+    kept_.push_back(Kept{finding.signature, confirmed.signature, 1});
+    if (written_ == kWritten) {
+      fmt::print(stderr, "==mxdiff== kept going: {} signatures written; {} and later ones are counted only\n",
+                 kWritten, confirmed.signature);
       return;
     }
+    ++written_;
+    absl::StatusOr<std::string> path = WriteFinding(target, input, confirmed, history);
+    fmt::print(stderr, "==mxdiff== kept going past {}\n==mxdiff== saved: {}\n", confirmed.signature,
+               path.ok() ? *path : std::string(path.status().message()));
   }
-  const Finding confirmed = ConfirmInFreshState(finding, again);
-  kept_.push_back(Kept{finding.signature, confirmed.signature, 1});
-  if (written_ == kWritten) {
-    fmt::print(stderr, "==mxdiff== kept going: {} signatures written; {} and later ones are counted only\n",
-               kWritten, confirmed.signature);
-    return;
-  }
-  ++written_;
-  absl::StatusOr<std::string> path = WriteFinding(target, input, confirmed, &history);
-  fmt::print(stderr, "==mxdiff== kept going past {}\n==mxdiff== saved: {}\n", confirmed.signature,
-             path.ok() ? *path : std::string(path.status().message()));
-}
 
-std::string KeptFindings::Summary() const {
-  std::string text;
-  for (const Kept& kept : kept_) {
-    text += fmt::format("==mxdiff== kept going: {} input(s) found {}\n", kept.inputs, kept.reported);
+  std::string Summary() const {
+    std::string text;
+    for (const Kept& kept : kept_) {
+      text += fmt::format("==mxdiff== kept going: {} input(s) found {}\n", kept.inputs, kept.reported);
+    }
+    return text;
   }
-  return text;
+
+ private:
+  struct Kept {
+    std::string signature;
+    std::string reported;
+    int64_t inputs = 0;
+  };
+  std::vector<Kept> kept_;
+  size_t written_ = 0;
+};
+
+}  // namespace
+
+void ReportFinding(std::string_view target, std::span<const uint8_t> input, const Finding& finding,
+                   const std::function<CheckResult()>& again, const InputHistory* history) {
+  if (!KeepGoing()) ReportFindingAndAbort(target, input, ConfirmInFreshState(finding, again), history);
+  static KeptFindings* kept = [] {
+    static KeptFindings findings;
+    std::atexit([] { std::fputs(findings.Summary().c_str(), stderr); });
+    return &findings;
+  }();
+  kept->Record(target, input, finding, again, history);
 }
 
 void ReportFindingAndAbort(std::string_view target, std::span<const uint8_t> input, const Finding& finding,

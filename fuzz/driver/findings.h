@@ -63,27 +63,14 @@ absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<cons
 // so a kernel that deviates from the contract in one way is still searched for the others.
 bool KeepGoing();
 
-// Keep-going's record of one process: the first input of each signature is confirmed in a fresh
-// state and written (at most kWritten signatures; the others are counted); every input is counted.
-// At exit it prints one line per signature, "==mxdiff== kept going: N input(s) found SIGNATURE",
-// which the campaign adds up over its workers.
-class KeptFindings {
- public:
-  static constexpr size_t kWritten = 100;
-  // The finding of `input` (`again`: its check in a fresh state), given the inputs before it.
-  void Record(std::string_view target, std::span<const uint8_t> input, const Finding& finding,
-              const std::function<CheckResult()>& again, const InputHistory& history);
-  std::string Summary() const;  // the exit lines, signatures in order of first sight
-
- private:
-  struct Kept {
-    std::string signature;  // the check's
-    std::string reported;   // after the fresh-state run: the same, or flaky/<signature>
-    int64_t inputs = 0;
-  };
-  std::vector<Kept> kept_;
-  size_t written_ = 0;
-};
+// A check's finding on `input`: confirmed in a fresh state (`again`: the check once more after the
+// target forgot its state) and written with `history`, then the process aborts. With KeepGoing()
+// it returns instead: the first input of each signature is confirmed and written (at most 100
+// signatures; later ones are counted), the others only counted, and at exit the process prints
+// one line per signature, "==mxdiff== kept going: N input(s) found SIGNATURE", which the campaign
+// adds up over its workers.
+void ReportFinding(std::string_view target, std::span<const uint8_t> input, const Finding& finding,
+                   const std::function<CheckResult()>& again, const InputHistory* history);
 
 // Writes the finding, prints it to stderr, then aborts (libFuzzer saves its crash artifact).
 [[noreturn]] void ReportFindingAndAbort(std::string_view target, std::span<const uint8_t> input,

@@ -1,6 +1,5 @@
 #include "fuzz/driver/target_driver.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <span>
@@ -18,14 +17,7 @@ int CheckFuzzInput(std::string_view target, std::span<const uint8_t> input,
   const std::optional<CheckResult> result = check(/*fresh=*/false);
   if (!result) return -1;
   if (*result) {
-    const auto again = [&] { return check(/*fresh=*/true).value_or(std::nullopt); };
-    if (!KeepGoing()) ReportFindingAndAbort(target, input, ConfirmInFreshState(**result, again), &history);
-    static KeptFindings* kept = [] {
-      static KeptFindings findings;
-      std::atexit([] { std::fputs(findings.Summary().c_str(), stderr); });
-      return &findings;
-    }();
-    kept->Record(target, input, **result, again, history);
+    ReportFinding(target, input, **result, [&] { return check(/*fresh=*/true).value_or(std::nullopt); }, &history);
   }
   history.Push(input);
   return 0;
