@@ -101,6 +101,12 @@ std::string CountersText(const DifferentialCounters& n) {
   for (size_t shape = 0; shape < std::size(kShapeClassNames); ++shape) {
     seconds += fmt::format("shape_seconds_{} {:.3f}\n", kShapeClassNames[shape], n.seconds_by_shape[shape]);
   }
+  for (size_t shape = 0; shape < std::size(kShapeClassNames); ++shape) {
+    for (size_t phase = 0; phase < kPhaseCount; ++phase) {
+      seconds += fmt::format("shape_phase_seconds_{}_{} {:.3f}\n", kShapeClassNames[shape], kPhaseNames[phase],
+                             n.phase_seconds_by_shape[shape][phase]);
+    }
+  }
   return fmt::format(
       "cases {}\nsmall {}\ndecode {}\nhuge {}\nelements {}\ncpu {}\ndevice {}\ncpu_checked {}\nfallbacks {}\n"
       "refused {}\ndisagreements {}\nruns_refused {}\ndevice_materialized {}\nhost_codes_skipped {}\n"

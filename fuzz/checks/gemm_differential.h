@@ -22,6 +22,7 @@
 // reference is computed first, and a wrong device oracle is a finding of its own.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -81,6 +82,7 @@ enum class Phase { kDecode, kAdmission, kKernels, kCpuReference, kDeviceReferenc
 inline constexpr std::string_view kPhaseNames[] = {"decode", "admission", "kernels", "cpu_reference",
                                                    "device_reference"};
 inline constexpr size_t kPhaseCount = std::size(kPhaseNames);
+using PhaseSeconds = std::array<double, kPhaseCount>;
 
 // Adds the seconds from its making to its end to `seconds`.
 class PhaseTimer {
@@ -112,9 +114,10 @@ struct DifferentialCounters {
   size_t host_codes_skipped = 0;  // cases whose codes the host never materialized (NeedsHostCodes)
   size_t host_codes_late = 0;     // cases handed without codes that needed them on the host after all
                                   // (a kernel disagreed with the device oracle, or it fell back)
-  double seconds[kPhaseCount] = {};  // by Phase
+  PhaseSeconds seconds = {};  // by Phase
   double& seconds_in(Phase phase) { return seconds[size_t(phase)]; }
   double seconds_by_shape[3] = {};  // a whole input's wall time (decode and evaluation), by ShapeClass
+  PhaseSeconds phase_seconds_by_shape[3] = {};  // the same inputs' phases, by ShapeClass
 };
 
 struct CheckVerdict {
@@ -167,10 +170,15 @@ class GemmDifferential {
   size_t runs_unsupported() const { return runs_unsupported_; }
   const DifferentialCounters& counters() const { return counters_; }
   // Decoding happens outside (DecodeForDifferential): its caller adds the time here, and an
-  // input's whole time (decode and evaluation) to its case's shape class.
+  // input's whole time (decode and evaluation) to its case's shape class, with the phases' seconds
+  // since `phases_before` (counters().seconds when the input started).
   double& decode_seconds() { return counters_.seconds_in(Phase::kDecode); }
-  void AddCaseSeconds(const FuzzCase& fuzz_case, double seconds) {
-    counters_.seconds_by_shape[size_t(ShapeClassOf(fuzz_case))] += seconds;
+  void AddCaseSeconds(const FuzzCase& fuzz_case, double seconds, const PhaseSeconds& phases_before) {
+    const size_t shape = size_t(ShapeClassOf(fuzz_case));
+    counters_.seconds_by_shape[shape] += seconds;
+    for (size_t phase = 0; phase < kPhaseCount; ++phase) {
+      counters_.phase_seconds_by_shape[shape][phase] += counters_.seconds[phase] - phases_before[phase];
+    }
   }
   const ReferenceOracle* device_oracle() const { return device_oracle_.get(); }
   const OracleSettings& oracle_settings() const { return settings_; }

@@ -136,12 +136,14 @@ InputFindings Check(std::span<const uint8_t> input, bool fresh) {
   FuzzCase decoded;
   FuzzCase& c = fresh ? decoded : fuzz_case;
   const auto started = std::chrono::steady_clock::now();
+  const PhaseSeconds phases_before = differential->counters().seconds;
   {
     PhaseTimer timer(differential->decode_seconds());
     if (!DecodeForDifferential(input, *differential, c, description, fresh ? nullptr : &memo).ok()) return std::nullopt;
   }
   InputFindings findings = Evaluate(c);
-  differential->AddCaseSeconds(c, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  differential->AddCaseSeconds(c, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                               phases_before);
   return findings;
 }
 

@@ -526,17 +526,24 @@ TEST(DeviceWay, ALayerOfManyExpertsGoesTheDeviceWayWhateverItsRows) {
   EXPECT_EQ(ShapeClassOf(c), ShapeClass::kSmall) << "no rows: not a decode step";
 }
 
-TEST(DeviceWay, AnInputsSecondsGoToItsCasesShapeClass) {
+TEST(DeviceWay, AnInputsSecondsAndItsPhasesGoToItsCasesShapeClass) {
   OracleCalls calls;
   GemmDifferential differential = WithMaterializingOracle(&calls, Defect::kNone, 16);
   const FuzzCase small = DecodeShapedCase();
   ASSERT_EQ(ShapeClassOf(small), ShapeClass::kSmall);
-  differential.AddCaseSeconds(small, 0.25);
-  differential.AddCaseSeconds(small, 0.5);
+  PhaseSeconds before = differential.counters().seconds;
+  differential.decode_seconds() += 0.125;
+  differential.AddCaseSeconds(small, 0.25, before);
+  before = differential.counters().seconds;
+  differential.AddCaseSeconds(small, 0.5, before);
   const std::string text = CountersText(differential.counters());
   EXPECT_NE(text.find("\nshape_seconds_small 0.750\nshape_seconds_decode 0.000\nshape_seconds_huge 0.000\n"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("\nshape_phase_seconds_small_decode 0.125\nshape_phase_seconds_small_admission 0.000\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nshape_phase_seconds_decode_decode 0.000\n"), std::string::npos) << text;
 }
 
 TEST(DeviceWay, LiteralWeightsAndSmallCasesKeepTheirPaths) {

@@ -17,10 +17,13 @@ PHASE_PREFIX = "seconds_"
 # An input's whole time (decode and evaluation) by its case's shape class: "shape_seconds_<class>",
 # the class being one of the counters above.
 SHAPE_PREFIX = "shape_seconds_"
+# Those inputs' phases: "shape_phase_seconds_<class>_<phase>".
+SHAPE_PHASE_PREFIX = "shape_phase_seconds_"
+SHAPES = ("small", "decode", "huge")
 
 
 def _timed(name):
-    return name.startswith(PHASE_PREFIX) or name.startswith(SHAPE_PREFIX)
+    return name.startswith(PHASE_PREFIX) or name.startswith(SHAPE_PREFIX) or name.startswith(SHAPE_PHASE_PREFIX)
 
 
 def parse_stats(text):
@@ -127,6 +130,23 @@ def shape_line(totals, worker_seconds):
     return f"  time by shape class (of {worker_seconds:.0f} worker-seconds): " + "; ".join(parts)
 
 
+def shape_phase_lines(totals):
+    """What a case of each shape class costs and where: its milliseconds per case, by phase, the
+    rest ("other") being libFuzzer's and the checks' own. Nothing for stats without it."""
+    lines = []
+    for shape in SHAPES:
+        prefix = f"{SHAPE_PHASE_PREFIX}{shape}_"
+        keys = [key for key in totals if key.startswith(prefix)]
+        cases = totals.get(shape, 0)
+        if not keys or not cases:
+            continue
+        whole = totals.get(SHAPE_PREFIX + shape, 0.0)
+        parts = [f"{key[len(prefix):]} {1e3 * totals[key] / cases:.3g}" for key in keys]
+        parts.append(f"other {1e3 * (whole - sum(totals[key] for key in keys)) / cases:.3g}")
+        lines.append(f"    {shape}: {1e3 * whole / cases:.3g} ms/case = " + ", ".join(parts))
+    return lines
+
+
 def _rate(count, seconds):
     return f"{count / seconds:.3g}/s" if seconds > 0 else "-"
 
@@ -166,6 +186,7 @@ def report_lines(target, per_worker, elapsed, samples, interval, window=300):
         by_shape = shape_line(totals, worker_seconds)
         if by_shape is not None:
             lines.append(by_shape)
+            lines.extend(shape_phase_lines(totals))
     rates = interval_rates(samples, interval)
     if rates:
         lines.append(f"{target}: executions per {interval} s interval: " +

@@ -32,6 +32,8 @@ seconds_device_reference 0.500
 shape_seconds_small 1.200
 shape_seconds_decode 3.500
 shape_seconds_huge 4.000
+shape_phase_seconds_decode_decode 0.350
+shape_phase_seconds_decode_kernels 2.800
 seconds 10.0
 """
 WORKER1 = WORKER0.replace("cases 100", "cases 50").replace("elements 4000000", "elements 1000000").replace(
@@ -114,6 +116,9 @@ class Report(unittest.TestCase):
         # each class's seconds over the 30 worker-seconds, and per case of that class (120, 70, 10)
         self.assertIn("time by shape class (of 30 worker-seconds): small 8.0%, 20 ms/case; decode 23.3%, "
                       "100 ms/case; huge 26.7%, 800 ms/case", text)
+        # a decode case's 100 ms: 0.7 s of decoding and 5.6 s of kernels over its 70 cases, the rest other
+        self.assertIn("\n    decode: 100 ms/case = decode 10, kernels 80, other 10\n", text + "\n")
+        self.assertNotIn("    small:", text)
 
     def test_stats_without_shape_seconds_have_no_shape_line(self):
         old = "".join(line + "\n" for line in WORKER0.splitlines() if not line.startswith("shape_seconds_"))
