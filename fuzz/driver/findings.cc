@@ -129,7 +129,7 @@ class KeptFindings {
               const std::function<CheckResult()>& again, const InputHistory* history) {
     for (Kept& kept : kept_) {
       if (kept.signature == finding.signature) {
-        ++kept.inputs;
+        if ((++kept.inputs & (kept.inputs - 1)) == 0) fmt::print(stderr, "{}", CountLine(kept));
         return;
       }
     }
@@ -148,9 +148,7 @@ class KeptFindings {
 
   std::string Summary() const {
     std::string text;
-    for (const Kept& kept : kept_) {
-      text += fmt::format("==mxdiff== kept going: {} input(s) found {}\n", kept.inputs, kept.reported);
-    }
+    for (const Kept& kept : kept_) text += CountLine(kept);
     return text;
   }
 
@@ -160,6 +158,9 @@ class KeptFindings {
     std::string reported;
     int64_t inputs = 0;
   };
+  static std::string CountLine(const Kept& kept) {
+    return fmt::format("==mxdiff== kept going: {} input(s) found {}\n", kept.inputs, kept.reported);
+  }
   std::vector<Kept> kept_;
   size_t written_ = 0;
 };

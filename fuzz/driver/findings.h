@@ -66,9 +66,9 @@ bool KeepGoing();
 // A check's finding on `input`: confirmed in a fresh state (`again`: the check once more after the
 // target forgot its state) and written with `history`, then the process aborts. With KeepGoing()
 // it returns instead: the first input of each signature is confirmed and written (at most 100
-// signatures; later ones are counted), the others only counted, and at exit the process prints
-// one line per signature, "==mxdiff== kept going: N input(s) found SIGNATURE", which the campaign
-// adds up over its workers.
+// signatures; later ones are counted), the others only counted. "==mxdiff== kept going: N input(s)
+// found SIGNATURE" is printed when N reaches 2, 4, 8, ... and for every signature at exit; the
+// campaign adds the largest N of each worker up.
 void ReportFinding(std::string_view target, std::span<const uint8_t> input, const Finding& finding,
                    const std::function<CheckResult()>& again, const InputHistory* history);
 

@@ -339,7 +339,8 @@ echo "Test unit written to ${prefix}crash-fake" >&2; exit 1""")
 
     # --- --keep-going: the workers get MXDIFF_KEEP_GOING=1, fuzz to the end, and the inputs each
     # signature was found by are added up over them. The fake worker writes one finding and the
-    # driver's exit lines (fuzz/driver/findings.h), but only when it is told to keep going.
+    # driver's count lines (fuzz/driver/findings.h: the last is the largest), and beside them a file
+    # that is not a finding (a Python kernel's report), but only when it is told to keep going.
     going_build = os.path.join(tmp, "going-build")
     os.makedirs(os.path.join(going_build, "fuzz"))
     fake_fuzzer(os.path.join(going_build, "fuzz", "fuzz_dispatch"), """
@@ -348,16 +349,29 @@ for arg in "$@"; do case "$arg" in -merge=1) exit 0 ;; esac; done
 mkdir -p "$MXDIFF_FINDINGS_DIR"
 echo x > "$MXDIFF_FINDINGS_DIR/fuzz_dispatch.mismatch_x.$$.case"
 echo "signature: mismatch/x" > "$MXDIFF_FINDINGS_DIR/fuzz_dispatch.mismatch_x.$$.txt"
+echo "not a finding" > "$MXDIFF_FINDINGS_DIR/python.bound.report.txt"
+echo "==mxdiff== kept going: 4 input(s) found mismatch/x" >&2
 echo "==mxdiff== kept going: 7 input(s) found mismatch/x" >&2; exit 0""")
     going = ["--build-dir", going_build, "--targets", "fuzz_dispatch", "--jobs", "2", "--time", "1",
              "--out", os.path.join(tmp, "going-out"), "--progress", "0"]
     cases += [
         Case("--keep-going: workers fuzz on and each signature's inputs are summed", campaign + going + ["--keep-going"],
-             1, [r"fuzz_dispatch\s+2\s.*\b1 finding\(s\)$",
+             1, [r"fuzz_dispatch\s+2\s.*\b1 finding\(s\)$", r"FINDINGS: 1 signature\(s\)",
                  r"^  mismatch/x\n    \S*repro \S+/fuzz_dispatch\.mismatch_x\.\d+\.case   \(14 input\(s\) found it\)$"],
              [r"did not fuzz"]),
         Case("without --keep-going the workers are not told to", campaign + going, 0, [r"no findings"]),
     ]
+
+    # A build that goes away while the workers run (rebuilt, or a copy removed): the merge cannot
+    # start, and the report is printed all the same, saying so.
+    gone_build = os.path.join(tmp, "gone-build")
+    os.makedirs(os.path.join(gone_build, "fuzz"))
+    fake_fuzzer(os.path.join(gone_build, "fuzz", "fuzz_dispatch"), fuzzed + 'rm -f "$0"; exit 0')
+    cases.append(Case("a binary removed during the run: the merge says so and the report is printed",
+                      campaign + ["--build-dir", gone_build, "--targets", "fuzz_dispatch", "--jobs", "1", "--time", "1",
+                                  "--out", os.path.join(tmp, "gone-out"), "--progress", "0"], 0,
+                      [r"fuzz_dispatch: merge could not start \(No such file or directory: \S+/fuzz_dispatch\)",
+                       r"campaign: clean: 1 target"]))
 
     # --- items 17 and 18: ./run's steps are not in ninja's [n/N] notation and its campaign speaks as
     # run; every build path the READMEs name is a target of that build, and the paths of the
