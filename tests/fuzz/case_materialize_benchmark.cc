@@ -9,6 +9,7 @@
 
 #include "benchmark/benchmark.h"
 #include "fuzz/formats/case_format.h"
+#include "fuzz/formats/tensor_recipe.h"
 #include "fuzz/mutators/case_mutator.h"
 
 namespace mxdiff::fuzz {
@@ -46,6 +47,18 @@ void DecodeW13(benchmark::State& state, int experts, ValueClass codes, ValueClas
   state.SetLabel(std::to_string(bytes.size()) + " bytes on disk, " + std::to_string(c.rows()) + " rows");
 }
 
+// The scale bytes alone, one thread: what a case that goes the device way still materializes on
+// the host (its codes only on the device), 33.5 MB over 256 W13 experts.
+void ScalesW13(benchmark::State& state, int experts, ValueClass scales) {
+  std::vector<uint8_t> out(size_t(experts) * 1024 * 4096 / kBlockK);
+  const TensorRecipe recipe{scales, 0, 3, {{127, 129}}};
+  for (auto _ : state) {
+    MaterializeScales(recipe, out, 1);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations() * out.size()));
+}
+
 // Decode alone (what the mutator does for every input): no payload at all.
 void DescriptionOnly(benchmark::State& state) {
   const std::vector<uint8_t> bytes = EncodedW13(kRoutedExperts, ValueClass::kUniform, ValueClass::kCheckpoint);
@@ -74,6 +87,10 @@ BENCHMARK_CAPTURE(DecodeW13, w13_256experts_uniform_checkpoint_auto, kRoutedExpe
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);
+BENCHMARK_CAPTURE(ScalesW13, w13_256experts_checkpoint_scales, kRoutedExperts, ValueClass::kCheckpoint)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(ScalesW13, w13_256experts_rare_scales, kRoutedExperts, ValueClass::kUniform)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(DescriptionOnly)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
