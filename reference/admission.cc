@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
+#include <utility>
 #include <string_view>
 
 #include "fmt/core.h"
@@ -87,6 +89,30 @@ MXDIFF_BULK_LOOP size_t CountRefused(const bool* admitted, const uint8_t* bytes,
   return refused;
 }
 
+// The same where the admitted bytes are first..first + width: a subtraction and a compare per byte,
+// which the compiler turns into vector code (no table lookup), counted in blocks small enough for
+// 16-bit lanes.
+MXDIFF_BULK_LOOP size_t CountOutside(const uint8_t* bytes, size_t count, uint8_t first, uint8_t width) {
+  constexpr size_t kBlock = 65535;
+  size_t refused = 0;
+  for (size_t begin = 0; begin < count; begin += kBlock) {
+    const size_t end = count - begin < kBlock ? count : begin + kBlock;
+    uint16_t block = 0;
+    for (size_t i = begin; i < end; ++i) block += uint8_t(bytes[i] - first) > width ? 1 : 0;
+    refused += block;
+  }
+  return refused;
+}
+
+// The admitted bytes as one range (first, width), or nullopt where they are not contiguous.
+std::optional<std::pair<uint8_t, uint8_t>> AdmittedRange(const std::array<bool, 256>& admitted) {
+  const auto first = std::find(admitted.begin(), admitted.end(), true);
+  if (first == admitted.end()) return std::nullopt;
+  const auto last = std::find(first, admitted.end(), false);
+  if (std::find(last, admitted.end(), true) != admitted.end()) return std::nullopt;
+  return std::pair<uint8_t, uint8_t>(uint8_t(first - admitted.begin()), uint8_t(last - first - 1));
+}
+
 // The index of the first refused byte at or after `from`, or `count`.
 MXDIFF_BULK_LOOP size_t NextRefused(const bool* admitted, const uint8_t* bytes, size_t from, size_t count) {
   while (from < count && admitted[bytes[from]]) ++from;
@@ -106,8 +132,10 @@ uint64_t AdmittedByteCount() { return admitted_bytes.load(std::memory_order_rela
 LayerAdmission AdmitLayer(std::span<const uint8_t> scale_bytes, size_t max_reported) {
   admitted_bytes.fetch_add(scale_bytes.size(), std::memory_order_relaxed);
   const std::array<bool, 256>& admitted = FoldAdmittedBytes();
+  static const std::optional<std::pair<uint8_t, uint8_t>> range = AdmittedRange(admitted);
   LayerAdmission verdict;
-  verdict.refused_count = CountRefused(admitted.data(), scale_bytes.data(), scale_bytes.size());
+  verdict.refused_count = range ? CountOutside(scale_bytes.data(), scale_bytes.size(), range->first, range->second)
+                                : CountRefused(admitted.data(), scale_bytes.data(), scale_bytes.size());
   verdict.admitted = verdict.refused_count == 0;
   const size_t reported = std::min(max_reported, verdict.refused_count);
   for (size_t index = 0; verdict.refused.size() < reported; ++index) {

@@ -89,7 +89,7 @@ BENCHMARK_CAPTURE(DecodeW13, w13_256experts_uniform_checkpoint_auto, kRoutedExpe
     ->Iterations(3);
 BENCHMARK_CAPTURE(ScalesW13, w13_256experts_checkpoint_scales, kRoutedExperts, ValueClass::kCheckpoint)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(ScalesW13, w13_256experts_rare_scales, kRoutedExperts, ValueClass::kUniform)
+BENCHMARK_CAPTURE(ScalesW13, w13_256experts_uniform_scales, kRoutedExperts, ValueClass::kUniform)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(DescriptionOnly)->Unit(benchmark::kMicrosecond);
 

@@ -2,6 +2,7 @@
 // exact fp16 bits where the transforms leave the MX value (docs/numerics.md: transforms).
 #include "reference/transform.h"
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -198,6 +199,22 @@ TEST(AdmissionTest, LayerVerdictReportsOffendingBytesAndPositions) {
   EXPECT_NE(verdict.Describe().find("first raw 112 at index 17"), std::string::npos) << verdict.Describe();
   EXPECT_TRUE(AdmitLayer(std::vector<uint8_t>{113, 128}).admitted);
   EXPECT_FALSE(AdmitLayer(std::vector<uint8_t>{113, 128, 130}).admitted);
+}
+
+// AdmitLayer counts a contiguous admitted set by range, in blocks: its count is the table's on
+// every byte value, on layers longer than a block, and where every byte is refused.
+TEST(AdmissionTest, RefusedCountIsTheTablesOnEveryByteAndAcrossBlocks) {
+  const std::array<bool, 256>& admitted = FoldAdmittedBytes();
+  std::vector<uint8_t> layer(200003);
+  for (size_t i = 0; i < layer.size(); ++i) layer[i] = uint8_t(i * 7 + i / 256);
+  size_t refused = 0;
+  for (uint8_t raw : layer) refused += admitted[raw] ? 0 : 1;
+  EXPECT_EQ(AdmitLayer(layer).refused_count, refused);
+  std::vector<uint8_t> all_refused(200003, 255);
+  EXPECT_EQ(AdmitLayer(all_refused).refused_count, all_refused.size());
+  for (int raw = 0; raw < 256; ++raw) {
+    EXPECT_EQ(AdmitLayer(std::vector<uint8_t>(3, uint8_t(raw))).refused_count, admitted[raw] ? 0u : 3u) << raw;
+  }
 }
 
 }  // namespace
