@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 #include "fmt/core.h"
 #include "reference/bulk_loop.h"

@@ -322,6 +322,8 @@ void MaterializeCodes(const TensorRecipe& recipe, std::span<uint8_t> packed, int
   ApplyOverrides(TensorKind::kCodes, recipe, packed);
 }
 
+namespace {
+
 // Scale bytes begin..end without rare ones: one hash per byte. Written once and compiled twice,
 // as is and for AVX-512 (eight hashes per instruction where the CPU has it; the same bytes).
 template <ValueClass kClass>
@@ -334,7 +336,7 @@ template <ValueClass kClass>
 MXDIFF_BULK_LOOP void PlainScalesScalar(const Params& p, uint64_t seed, uint8_t* values, size_t begin, size_t end) {
   PlainScales<kClass>(p, seed, values, begin, end);
 }
-#if defined(__x86_64__) && !defined(__CUDA__)
+#if defined(__x86_64__)
 template <ValueClass kClass>
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) MXDIFF_BULK_LOOP void PlainScalesAvx512(
     const Params& p, uint64_t seed, uint8_t* values, size_t begin, size_t end) {
@@ -347,6 +349,8 @@ bool HasAvx512() {
 }
 #endif
 
+}  // namespace
+
 void MaterializeScales(const TensorRecipe& recipe, std::span<uint8_t> out, int threads) {
   const uint64_t seed = KindSeed(TensorKind::kScales, recipe.seed);
   const Params params = ParamsOf(recipe.seed);
@@ -357,7 +361,7 @@ void MaterializeScales(const TensorRecipe& recipe, std::span<uint8_t> out, int t
       const Params local = params;
       uint8_t* values = out.data();
       if (rare == 0) {
-#if defined(__x86_64__) && !defined(__CUDA__)
+#if defined(__x86_64__)
         if (HasAvx512()) return PlainScalesAvx512<decltype(c)::value>(local, s, values, begin, end);
 #endif
         return PlainScalesScalar<decltype(c)::value>(local, s, values, begin, end);
