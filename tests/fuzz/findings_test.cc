@@ -23,6 +23,18 @@ std::string ReadText(const std::string& path) {
   return text.str();
 }
 
+// The first three known cases, encoded: inputs the driver decodes.
+std::vector<std::vector<uint8_t>> ThreeKnownInputs() {
+  std::vector<std::vector<uint8_t>> inputs;
+  for (const FuzzCase& known : KnownCases()) {
+    absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(known);
+    if (!bytes.ok()) break;
+    inputs.push_back(*bytes);
+    if (inputs.size() == 3) break;
+  }
+  return inputs;
+}
+
 class FindingsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -165,13 +177,7 @@ TEST_F(FindingsTest, TheSidecarNamesTheMutationsAndTheReproFlags) {
 // The driver end to end: a check that finds something only while a state it keeps is set (a
 // stale device layer, say) reports flaky/..., and the inputs before it are on disk.
 TEST_F(FindingsTest, TheDriverReportsAFindingThatAFreshStateDoesNotReproduceAsFlaky) {
-  std::vector<std::vector<uint8_t>> inputs;
-  for (const FuzzCase& known : KnownCases()) {
-    absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(known);
-    ASSERT_TRUE(bytes.ok()) << bytes.status();
-    inputs.push_back(*bytes);
-    if (inputs.size() == 3) break;
-  }
+  const std::vector<std::vector<uint8_t>> inputs = ThreeKnownInputs();
   ASSERT_EQ(inputs.size(), 3u);
   EXPECT_DEATH(
       {
@@ -201,13 +207,7 @@ TEST_F(FindingsTest, TheDriverReportsAFindingThatAFreshStateDoesNotReproduceAsFl
 // Keep-going (MXDIFF_KEEP_GOING=1): the worker returns from each finding; the first input of each
 // signature is written, every input is counted, and the counts are printed at exit.
 TEST_F(FindingsTest, KeepGoingWritesEachSignatureOnceCountsEveryInputAndGoesOn) {
-  std::vector<std::vector<uint8_t>> inputs;
-  for (const FuzzCase& known : KnownCases()) {
-    absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(known);
-    ASSERT_TRUE(bytes.ok()) << bytes.status();
-    inputs.push_back(*bytes);
-    if (inputs.size() == 3) break;
-  }
+  const std::vector<std::vector<uint8_t>> inputs = ThreeKnownInputs();
   ASSERT_EQ(inputs.size(), 3u);
   EXPECT_EXIT(
       {
