@@ -12,6 +12,7 @@
 #include "reference/admission.h"
 #include "reference/bulk_loop.h"
 #include "reference/hash.h"
+#include "reference/reference_gemm.h"
 
 namespace mxdiff::fuzz {
 namespace {
@@ -325,27 +326,22 @@ void MaterializeCodes(const TensorRecipe& recipe, std::span<uint8_t> packed, int
 namespace {
 
 // Scale bytes begin..end without rare ones: one hash per byte. Written once and compiled twice,
-// as is and for AVX-512 (eight hashes per instruction where the CPU has it; the same bytes).
+// as is and for AVX-512 (eight hashes per instruction where the CPU has it; the same bytes). `p`
+// by value: a copy the stores cannot alias, or clang does not vectorize the loop.
 template <ValueClass kClass>
-__attribute__((always_inline)) inline void PlainScales(const Params& p, uint64_t seed, uint8_t* values, size_t begin,
+__attribute__((always_inline)) inline void PlainScales(Params p, uint64_t seed, uint8_t* values, size_t begin,
                                                        size_t end) {
-  const Params local = p;  // a copy the stores cannot alias, or clang does not vectorize the loop
-  for (size_t i = begin; i < end; ++i) values[i] = ScaleOf<kClass>(local, Hash(seed, i));
+  for (size_t i = begin; i < end; ++i) values[i] = ScaleOf<kClass>(p, Hash(seed, i));
 }
 template <ValueClass kClass>
-MXDIFF_BULK_LOOP void PlainScalesScalar(const Params& p, uint64_t seed, uint8_t* values, size_t begin, size_t end) {
+MXDIFF_BULK_LOOP void PlainScalesScalar(Params p, uint64_t seed, uint8_t* values, size_t begin, size_t end) {
   PlainScales<kClass>(p, seed, values, begin, end);
 }
 #if defined(__x86_64__)
 template <ValueClass kClass>
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) MXDIFF_BULK_LOOP void PlainScalesAvx512(
-    const Params& p, uint64_t seed, uint8_t* values, size_t begin, size_t end) {
+    Params p, uint64_t seed, uint8_t* values, size_t begin, size_t end) {
   PlainScales<kClass>(p, seed, values, begin, end);
-}
-bool HasAvx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return has;
 }
 #endif
 
@@ -362,7 +358,7 @@ void MaterializeScales(const TensorRecipe& recipe, std::span<uint8_t> out, int t
       uint8_t* values = out.data();
       if (rare == 0) {
 #if defined(__x86_64__)
-        if (HasAvx512()) return PlainScalesAvx512<decltype(c)::value>(local, s, values, begin, end);
+        if (ReferenceAvx512PathAvailable()) return PlainScalesAvx512<decltype(c)::value>(local, s, values, begin, end);
 #endif
         return PlainScalesScalar<decltype(c)::value>(local, s, values, begin, end);
       }

@@ -18,7 +18,7 @@ __all__ = [
     "TRANSFORMS", "MODELS", "Tactic", "Case", "Finding", "Admission",
     "e2m1_decode", "e2m1_encode", "e8m0_decode", "e8m0_encode", "pack_codes", "unpack_codes",
     "dequantize", "prepared_scale", "transform_table", "spec_deviation_table", "spec_deviation_counts_of_column",
-    "spec_deviations_of_column",
+    "spec_deviations_of_column", "activation_specials_of_row",
     "explain_element", "admit", "audit",
     "fold_admitted_set", "admission_rule_version", "reference_gemm", "model_error_bound",
     "read_case", "decode_case", "generate_case", "generate_cases", "write_case", "check",
@@ -354,8 +354,16 @@ def spec_deviation_counts_of_column(codes, scales, row_offsets, transform: str, 
     raws = np.repeat(np.asarray(scales[group, column], dtype=np.uint8), 32)
     deviations = spec_deviation_table(transform)[raws, unpack_codes(codes[group, column])]
     names = spec_deviation_names()
-    return {names[d]: int(np.count_nonzero(deviations == d)) for d in range(1, len(names))
-            if np.count_nonzero(deviations == d)}
+    counts = np.bincount(deviations.ravel(), minlength=len(names))
+    return {names[d]: int(counts[d]) for d in range(1, len(names)) if counts[d]}
+
+
+def activation_specials_of_row(activations, row: int) -> dict:
+    """How many of row `row`'s fp16 activations (any dtype holding the bits) are NaN, Inf and
+    subnormal: {"nan": 0, "inf": 1, "subnormal": 3}."""
+    a = np.asarray(activations[row]).view(np.float16).astype(np.float32)
+    return {"nan": int(np.count_nonzero(np.isnan(a))), "inf": int(np.count_nonzero(np.isinf(a))),
+            "subnormal": int(np.count_nonzero((a != 0) & (np.abs(a) < 2.0 ** -14)))}
 
 
 def spec_deviations_of_column(codes, scales, row_offsets, transform: str, row: int, column: int) -> str:
@@ -371,13 +379,12 @@ def explain_element(activations, codes, scales, row_offsets, transform: str, row
     activations' specials and subnormals."""
     group = int(np.searchsorted(np.asarray(row_offsets), row, side="right") - 1)
     scale_bytes = np.asarray(scales[group, column], dtype=np.uint8)
-    a = np.asarray(activations[row]).view(np.float16).astype(np.float32)
-    subnormal = np.count_nonzero((a != 0) & (np.abs(a) < 2.0 ** -14))
+    specials = activation_specials_of_row(activations, row)
     return (f"weights of column {column} (group {group}) vs the MX spec under {transform}: "
             f"{spec_deviations_of_column(codes, scales, row_offsets, transform, row, column)}; "
             f"scale bytes {sorted(set(scale_bytes.tolist()))}; "
-            f"activations of row {row}: {np.count_nonzero(np.isnan(a))} NaN, {np.count_nonzero(np.isinf(a))} Inf, "
-            f"{subnormal} subnormal")
+            f"activations of row {row}: {specials['nan']} NaN, {specials['inf']} Inf, "
+            f"{specials['subnormal']} subnormal")
 
 
 def _write_finding(case: Case, kind: str, out_dir: str, transform: str, model: str, tactic: Tactic) -> tuple:

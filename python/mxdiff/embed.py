@@ -124,9 +124,7 @@ def _cause_kind(kind, a, codes, scales, row_offsets, transform, row, column):
     loses a NaN are kept apart, not one finding for both."""
     import mxdiff
     weights = "_".join(mxdiff.spec_deviation_counts_of_column(codes, scales, row_offsets, transform, row, column))
-    x = np.asarray(a[row]).view(np.float16).astype(np.float32)
-    specials = [name for name, present in (("nan", np.isnan(x).any()), ("inf", np.isinf(x).any()),
-                                           ("subnormal", ((x != 0) & (np.abs(x) < 2.0 ** -14)).any())) if present]
+    specials = [name for name, count in mxdiff.activation_specials_of_row(a, row).items() if count]
     return f"{kind}/{weights or 'on-spec'}" + (f"/{'_'.join(specials)}-activations" if specials else "")
 
 

@@ -7,9 +7,10 @@ samples of executions into a rate per interval and the rate sustained over the l
 formats the report. Pure functions: tests/tools/campaign/stats_test.py checks them on the CPU.
 """
 
+SHAPES = ("small", "decode", "huge")  # gemm_differential.h's ShapeClass
 # The counters, in the stats file's order; "seconds" is the worker's time since its first case.
 # "device_oracle" is 1 where the worker has the device reference (summed: the workers that have it).
-COUNTERS = ("cases", "small", "decode", "huge", "elements", "cpu", "device", "cpu_checked", "fallbacks", "refused",
+COUNTERS = ("cases",) + SHAPES + ("elements", "cpu", "device", "cpu_checked", "fallbacks", "refused",
             "disagreements", "runs_refused", "device_oracle")
 # The seconds a worker spent per phase are the "seconds_<phase>" lines, in gemm_differential.h's
 # Phase order (read from the file, so a new phase needs no change here).
@@ -19,7 +20,6 @@ PHASE_PREFIX = "seconds_"
 SHAPE_PREFIX = "shape_seconds_"
 # Those inputs' phases: "shape_phase_seconds_<class>_<phase>".
 SHAPE_PHASE_PREFIX = "shape_phase_seconds_"
-SHAPES = ("small", "decode", "huge")
 
 
 def _timed(name):

@@ -431,6 +431,8 @@ def build_cases(opt, tmp):
         Case("campaign --time -5", campaign + ["--time", "-5"], 2, [r"argument --time: must be at least 1, got -5"]),
         Case("campaign --time x", campaign + ["--time", "x"], 2, [r"argument --time: 'x' is not a whole number"]),
         Case("campaign --jobs 0", campaign + ["--jobs", "0"], 2, [r"argument --jobs: must be at least 1"]),
+        Case("campaign --keep-going=1", campaign + ["--keep-going=1"], 2,
+             [r"argument --keep-going: ignored explicit argument '1'"]),
         Case("campaign --targets ,", campaign + ["--targets", ","], 2, [r"--targets ',' names no target"]),
         Case("campaign --targets bogus", campaign + ["--targets", "bogus"], 2, [r"unknown targets bogus"]),
         Case("campaign --out /etc/passwd", campaign + ["--out", "/etc/passwd"], 2,
