@@ -26,6 +26,7 @@ std::string AdmissionRuleVersionOf(const std::array<bool, 256>& admitted);  // t
 struct RefusedScale {
   size_t index = 0;  // position in the layer's scale array
   uint8_t raw = 0;
+  bool operator==(const RefusedScale&) const = default;
 };
 
 struct LayerAdmission {
@@ -33,6 +34,7 @@ struct LayerAdmission {
   size_t refused_count = 0;           // all refused bytes
   std::vector<RefusedScale> refused;  // the first max_reported of them
   std::string Describe() const;       // "refused: 3 scale bytes outside 113..128, first raw 112 at 17"
+  bool operator==(const LayerAdmission&) const = default;
 };
 
 LayerAdmission AdmitLayer(std::span<const uint8_t> scale_bytes, size_t max_reported = 16);

@@ -109,11 +109,11 @@ std::string CountersText(const DifferentialCounters& n) {
   }
   return fmt::format(
       "cases {}\nsmall {}\ndecode {}\nhuge {}\nelements {}\ncpu {}\ndevice {}\ncpu_checked {}\nfallbacks {}\n"
-      "refused {}\ndisagreements {}\nruns_refused {}\ndevice_materialized {}\nhost_codes_skipped {}\n"
-      "host_codes_late {}\n",
+      "refused {}\ndisagreements {}\nruns_refused {}\ndevice_materialized {}\nhost_weights_skipped {}\n"
+      "host_weights_late {}\n",
       n.cases, n.cases_by_shape[0], n.cases_by_shape[1], n.cases_by_shape[2], n.elements_compared, n.cases_cpu,
       n.cases_device, n.cases_cpu_checked, n.device_fallbacks, n.device_refused, n.oracle_disagreements,
-      n.runs_refused, n.cases_device_materialized, n.host_codes_skipped, n.host_codes_late) +
+      n.runs_refused, n.cases_device_materialized, n.host_weights_skipped, n.host_weights_late) +
          seconds;
 }
 
@@ -372,7 +372,7 @@ CheckResult GemmDifferential::CheckBits(const FuzzCase& c, ModuleRun& run, CaseE
     const std::string& name = run.module;
     return Finding{fmt::format("mismatch/{}{}/{}/{}", name == TransformName(route.variant) ? "" : name + "/",
                                TransformName(route.variant), TacticSignature(c, route.tactic),
-                               ScaleClassOfColumn(c, row, column)),
+                               ScaleClassOfColumn(HostCase(c), row, column)),
                    fmt::format("{}: element [{}][{}] is 0x{:04x} ({}), the reference ({} {}) says 0x{:04x} ({}), "
                                "{}; route {}",
                                name, row, column, run.output[i], f16_to_f32(run.output[i]),
@@ -415,7 +415,7 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   run.model = module.model().value_or(c.model);
   run.expected = module.ExpectedRoute(c, run.tactic, admission);
   run.output.assign(size_t(c.rows()) * size_t(c.n), kOutputPoison);
-  const FuzzCase& input = module.TakesRecipeCodes() ? c : HostCase(c);  // its codes where it needs them
+  const FuzzCase& input = module.TakesRecipeWeights() ? c : HostCase(c);  // its weights where it needs them
   run.route = RunModule(module, input, run.tactic, run.output);
   auto verdict = [&](size_t check, CheckResult finding) {
     evaluation.verdicts.push_back({kCheckNames[check], run.module, std::move(finding)});
@@ -445,8 +445,10 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
 CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   case_ = CaseOracle{};
   compact_.ready = false;
-  case_.codes_deferred =
-      c.packed_codes.empty() && c.recipe(TensorKind::kCodes).has_value() && c.element_count(TensorKind::kCodes) > 0;
+  case_.weights_deferred = (c.packed_codes.empty() && c.recipe(TensorKind::kCodes).has_value() &&
+                            c.element_count(TensorKind::kCodes) > 0) ||
+                           (c.scale_bytes.empty() && c.recipe(TensorKind::kScales).has_value() &&
+                            c.element_count(TensorKind::kScales) > 0);
   case_.large = device_oracle_ != nullptr && settings_.cpu_check_every > 0 && AboveDeviceWork(c, settings_);
   case_.sampled = case_.large && CpuCheckSampled(c, settings_.cpu_check_every);
   case_.device_way = case_.large && GoesDeviceWay(c, settings_, device_oracle_.get());
@@ -460,8 +462,8 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   } else if (case_.on_cpu) {
     ++counters_.cases_cpu;
   }
-  counters_.host_codes_skipped += case_.codes_deferred && !case_.codes_late;
-  counters_.host_codes_late += case_.codes_late;
+  counters_.host_weights_skipped += case_.weights_deferred && !case_.weights_late;
+  counters_.host_weights_late += case_.weights_late;
   counters_.device_fallbacks += case_.fell_back;
   counters_.device_refused += case_.refused;
   return evaluation;
@@ -470,7 +472,7 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
 CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
   reference_cache_.clear();
   CaseEvaluation evaluation;
-  const LayerAdmission& admission = Admission(c);
+  const LayerAdmission& admission = Admission(c, evaluation);
   layer_admitted_ = admission.admitted;
   for (const std::unique_ptr<GemmModule>& module : modules_) EvaluateModule(c, *module, admission, evaluation);
   bool any_ran = false;
@@ -504,45 +506,69 @@ CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
   return evaluation;
 }
 
-const LayerAdmission& GemmDifferential::Admission(const FuzzCase& c) {
+const LayerAdmission& GemmDifferential::Admission(const FuzzCase& c, CaseEvaluation& evaluation) {
   PhaseTimer timer(counters_.seconds_in(Phase::kAdmission));
   // A recipe (its overrides included) and the tensor's size decide every scale byte; most
   // mutations keep them.
   const std::optional<TensorRecipe>& recipe = c.recipe(TensorKind::kScales);
-  if (!recipe || admission_memo_.recipe != recipe || admission_memo_.scale_bytes != c.scale_bytes.size()) {
-    admission_memo_.admission = AdmitLayer(c.scale_bytes);
+  const size_t scale_count = c.element_count(TensorKind::kScales);
+  if (!recipe || admission_memo_.recipe != recipe || admission_memo_.scale_count != scale_count) {
+    absl::StatusOr<LayerAdmission> on_device = absl::UnavailableError("not the device way");
+    if (case_.device_way) on_device = device_oracle_->AdmitCase(c);
+    if (!on_device.ok() && case_.device_way) case_.fell_back = true, last_fallback_ = on_device.status().ToString();
+    admission_memo_.admission = on_device.ok() ? *std::move(on_device) : AdmitLayer(HostCase(c).scale_bytes);
     admission_memo_.recipe = recipe;
-    admission_memo_.scale_bytes = c.scale_bytes.size();
+    admission_memo_.scale_count = scale_count;
+  }
+  if (case_.device_way && case_.sampled) {  // the device's verdict is trusted as far as the host's agrees
+    const LayerAdmission on_host = AdmitLayer(HostCase(c).scale_bytes);
+    CheckResult finding;
+    if (!(on_host == admission_memo_.admission)) {
+      ++counters_.oracle_disagreements;
+      finding = Finding{"oracle/device-vs-cpu/admission",
+                        fmt::format("the {} admits the layer as \"{}\" ({} refused), the host as \"{}\" ({} refused)",
+                                    device_oracle_->name(), admission_memo_.admission.Describe(),
+                                    admission_memo_.admission.refused_count, on_host.Describe(),
+                                    on_host.refused_count)};
+      admission_memo_.admission = on_host;  // the kernels' routes are judged on the host's verdict
+    }
+    evaluation.verdicts.push_back({kCheckNames[kDeviceVsCpuCheck], device_oracle_->name(), std::move(finding)});
   }
   return admission_memo_.admission;
 }
 
 const FuzzCase& GemmDifferential::HostCase(const FuzzCase& c) {
-  if (!case_.codes_deferred) return c;
-  if (!case_.codes_late) {
+  if (!case_.weights_deferred) return c;
+  if (!case_.weights_late) {
     PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
-    case_.codes_late = true;
+    case_.weights_late = true;
     host_case_ = c;
-    host_case_.packed_codes.resize(c.element_count(TensorKind::kCodes) / 2);
-    MaterializeCodes(*c.recipe(TensorKind::kCodes), host_case_.packed_codes);
+    if (host_case_.packed_codes.empty() && c.recipe(TensorKind::kCodes)) {
+      host_case_.packed_codes.resize(c.element_count(TensorKind::kCodes) / 2);
+      MaterializeCodes(*c.recipe(TensorKind::kCodes), host_case_.packed_codes);
+    }
+    if (host_case_.scale_bytes.empty() && c.recipe(TensorKind::kScales)) {
+      host_case_.scale_bytes.resize(c.element_count(TensorKind::kScales));
+      MaterializeScales(*c.recipe(TensorKind::kScales), host_case_.scale_bytes);
+    }
   }
   return host_case_;
 }
 
-bool GemmDifferential::NeedsHostCodes(const FuzzCase& c) const {
+bool GemmDifferential::NeedsHostWeights(const FuzzCase& c) const {
   if (!GoesDeviceWay(c, settings_, device_oracle_.get()) || CpuCheckSampled(c, settings_.cpu_check_every)) return true;
   return !std::all_of(modules_.begin(), modules_.end(),
-                      [](const std::unique_ptr<GemmModule>& module) { return module->TakesRecipeCodes(); });
+                      [](const std::unique_ptr<GemmModule>& module) { return module->TakesRecipeWeights(); });
 }
 
 absl::StatusOr<bool> DecodeForDifferential(std::span<const uint8_t> input, const GemmDifferential& differential,
                                            FuzzCase& c, FuzzCase& description, MaterializationMemo* memo) {
   if (absl::Status status = DecodeCaseInto(input, description, Materialize::kNo); !status.ok()) return status;
-  if (differential.NeedsHostCodes(description)) {
+  if (differential.NeedsHostWeights(description)) {
     if (absl::Status status = DecodeCaseInto(input, c, Materialize::kYes, memo); !status.ok()) return status;
     return false;
   }
-  if (absl::Status status = DecodeCaseInto(input, c, Materialize::kAllButCodes, memo); !status.ok()) return status;
+  if (absl::Status status = DecodeCaseInto(input, c, Materialize::kAllButWeights, memo); !status.ok()) return status;
   return true;
 }
 

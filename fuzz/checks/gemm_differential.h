@@ -111,9 +111,10 @@ struct DifferentialCounters {
   size_t runs_refused = 0;        // module runs refused out of memory (ResourceExhausted): no finding
   size_t cases_device_materialized = 0;  // of cases_device, those the oracle computed on weights it
                                          // materialized on the device from the recipes (GoesDeviceWay)
-  size_t host_codes_skipped = 0;  // cases whose codes the host never materialized (NeedsHostCodes)
-  size_t host_codes_late = 0;     // cases handed without codes that needed them on the host after all
-                                  // (a kernel disagreed with the device oracle, or it fell back)
+  size_t host_weights_skipped = 0;  // cases whose codes and scales the host never materialized
+                                    // (NeedsHostWeights)
+  size_t host_weights_late = 0;     // cases handed without them that needed them on the host after
+                                    // all (a finding, or the device oracle fell back)
   PhaseSeconds seconds = {};  // by Phase
   double& seconds_in(Phase phase) { return seconds[size_t(phase)]; }
   double seconds_by_shape[3] = {};  // a whole input's wall time (decode and evaluation), by ShapeClass
@@ -152,14 +153,15 @@ class GemmDifferential {
 
   // Runs every module and every named check; each verdict is kept (a check whose input is
   // missing, e.g. the bits of a run that returned an error, is not run).
-  // A case whose codes come from a recipe may arrive without them (packed_codes empty): the
-  // differential then materializes them on the host only where a CPU reference or a module that
-  // does not take recipe codes needs them (DecodeForDifferential decides when to skip them).
+  // A case whose codes and scales come from recipes may arrive without them (packed_codes and
+  // scale_bytes empty): the differential then materializes them on the host only where a CPU
+  // reference, a finding or a module that does not take recipe weights needs them
+  // (DecodeForDifferential decides when to skip them); the device oracle admits the layer.
   CaseEvaluation Evaluate(const FuzzCase& fuzz_case);
-  // Whether the case (its description is enough) needs its codes on the host: every case but one
-  // that goes the device way (GoesDeviceWay), is not sampled for the CPU check (CpuCheckSampled)
-  // and whose modules all take recipe codes (GemmModule::TakesRecipeCodes).
-  bool NeedsHostCodes(const FuzzCase& fuzz_case) const;
+  // Whether the case (its description is enough) needs its weights on the host: every case but
+  // one that goes the device way (GoesDeviceWay), is not sampled for the CPU check
+  // (CpuCheckSampled) and whose modules all take recipe weights (GemmModule::TakesRecipeWeights).
+  bool NeedsHostWeights(const FuzzCase& fuzz_case) const;
   CheckResult CheckCase(const FuzzCase& fuzz_case);
   // Every module's state across cases dropped (GemmModule::ForgetState).
   void ForgetState();
@@ -222,8 +224,10 @@ class GemmDifferential {
   CheckResult CheckBits(const FuzzCase& fuzz_case, ModuleRun& run, CaseEvaluation& evaluation);
   CheckResult CheckDeterminism(const FuzzCase& fuzz_case, GemmModule& module, const ModuleRun& run);
   // The layer's admission (timed), computed again only where the scale bytes may have changed.
-  const LayerAdmission& Admission(const FuzzCase& fuzz_case);
-  // The case with its codes on the host: itself, or (once per case) a copy with them materialized.
+  // The layer's fold admission: the device oracle's on the device way (checked against the host's
+  // on a sampled case), else the host's; remembered while the scales' recipe stays.
+  const LayerAdmission& Admission(const FuzzCase& fuzz_case, CaseEvaluation& evaluation);
+  // The case with its weights on the host: itself, or (once per case) a copy with them materialized.
   const FuzzCase& HostCase(const FuzzCase& fuzz_case);
 
   std::vector<std::unique_ptr<GemmModule>> modules_;
@@ -236,13 +240,13 @@ class GemmDifferential {
     bool fell_back = false, refused = false;
     bool device_way = false;           // GoesDeviceWay
     bool device_materialized = false;  // the oracle ran on its own materialization of the weights
-    bool codes_deferred = false;       // handed without its codes on the host
-    bool codes_late = false;           // and HostCase materialized them after all
+    bool weights_deferred = false;     // handed without its codes and scales on the host
+    bool weights_late = false;         // and HostCase materialized them after all
   } case_;
   FuzzCase host_case_;  // HostCase's copy, reused across cases
   struct AdmissionMemo {
     std::optional<TensorRecipe> recipe;  // of the scales last admitted; none: they were bytes
-    size_t scale_bytes = 0;
+    size_t scale_count = 0;
     LayerAdmission admission;
   } admission_memo_;
   struct CompactProblem {  // OracleProblem's storage, reused across cases
@@ -258,10 +262,10 @@ class GemmDifferential {
 };
 
 // fuzz_gemm's decoding of an input for `differential`: every tensor materialized on the host,
-// except the codes where NeedsHostCodes says no (they are then left empty: only the device
-// materializes them). `description` is scratch (the case without its payloads); `memo` speeds up
+// except the codes and scales where NeedsHostWeights says no (they are then left empty: only the
+// device materializes them). `description` is scratch (the case without its payloads); `memo` speeds up
 // the full decode as in the fuzz loop (tensor payloads of `fuzz_case` are reused). Returns whether
-// the codes were skipped; an input that does not decode is an error.
+// the weights were skipped; an input that does not decode is an error.
 absl::StatusOr<bool> DecodeForDifferential(std::span<const uint8_t> input, const GemmDifferential& differential,
                                            FuzzCase& fuzz_case, FuzzCase& description, MaterializationMemo* memo);
 

@@ -242,9 +242,9 @@ void MaterializeCase(FuzzCase& c, int threads, MaterializationMemo* memo, Materi
     const TensorKind kind = TensorKind(index);
     const std::optional<TensorRecipe>& recipe = c.recipe(kind);
     MaterializationMemo::Tensor* remembered = memo != nullptr ? &memo->tensors[size_t(index)] : nullptr;
-    if (!recipe || (kind == TensorKind::kCodes && what == Materialize::kAllButCodes)) {
+    if (!recipe || (kind != TensorKind::kActivations && what == Materialize::kAllButWeights)) {
       if (remembered != nullptr) remembered->valid = false;
-      if (recipe) c.packed_codes.clear();
+      if (recipe) (kind == TensorKind::kCodes ? c.packed_codes : c.scale_bytes).clear();
       continue;
     }
     const size_t elements = c.element_count(kind);

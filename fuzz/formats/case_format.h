@@ -127,9 +127,9 @@ struct MaterializationMemo {
 };
 
 // kNo leaves recipe tensors' vectors empty: the mutator works on the description alone and
-// never pays for 0.5 GB of weights it would not read. kAllButCodes leaves only a recipe's codes
-// empty (fuzz_gemm's device way: the device materializes them).
-enum class Materialize { kYes, kNo, kAllButCodes };
+// never pays for 0.5 GB of weights it would not read. kAllButWeights leaves a recipe's codes and
+// scales empty (fuzz_gemm's device way: the device materializes them).
+enum class Materialize { kYes, kNo, kAllButWeights };
 
 // Sizes every recipe tensor's vector for the shape and fills it from its recipe (explicit
 // payloads are left as they are). `threads` as in tensor_recipe.h (0: by size and hardware).

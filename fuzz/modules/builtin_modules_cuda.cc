@@ -29,6 +29,11 @@ class DeviceReferenceOracle final : public ReferenceOracle {
     if (!weights.ok()) return weights.status();
     return DeviceReferenceGemmOnDeviceWeights(c.Problem(), **weights, options, output);
   }
+  absl::StatusOr<LayerAdmission> AdmitCase(const FuzzCase& c) override {
+    absl::StatusOr<const LayerAdmission*> admission = weights_->AdmissionOf(c);
+    if (!admission.ok()) return admission.status();
+    return **admission;
+  }
 
  private:
   std::shared_ptr<DeviceRecipeWeights> weights_ = SharedDeviceRecipeWeights();

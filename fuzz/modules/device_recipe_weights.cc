@@ -13,6 +13,7 @@ absl::StatusOr<const DeviceWeights*> DeviceRecipeWeights::Of(const FuzzCase& c) 
     return &weights_;
   }
   valid_ = false;
+  admission_.reset();
   const size_t code_bytes = c.element_count(TensorKind::kCodes) / 2;
   const size_t scale_bytes = c.element_count(TensorKind::kScales);
   if (absl::Status status = weights_.Reserve(code_bytes, scale_bytes); !status.ok()) return status;
@@ -27,6 +28,16 @@ absl::StatusOr<const DeviceWeights*> DeviceRecipeWeights::Of(const FuzzCase& c) 
   valid_ = true;
   ++materializations_;
   return &weights_;
+}
+
+absl::StatusOr<const LayerAdmission*> DeviceRecipeWeights::AdmissionOf(const FuzzCase& c) {
+  if (absl::StatusOr<const DeviceWeights*> weights = Of(c); !weights.ok()) return weights.status();
+  if (!admission_) {
+    absl::StatusOr<LayerAdmission> admission = weights_.AdmitScales();
+    if (!admission.ok()) return admission.status();
+    admission_ = *std::move(admission);
+  }
+  return &*admission_;
 }
 
 std::shared_ptr<DeviceRecipeWeights> SharedDeviceRecipeWeights() {

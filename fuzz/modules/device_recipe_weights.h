@@ -19,6 +19,9 @@ class DeviceRecipeWeights {
   // they are there already. InvalidArgument where they are not recipes; the errors of
   // MaterializeOnDevice and DeviceWeights::Reserve otherwise (ResourceExhausted out of memory).
   absl::StatusOr<const DeviceWeights*> Of(const FuzzCase& fuzz_case);
+  // The fold admission of the case's scales (Of's materialization), judged on the device once per
+  // materialization: AdmitLayer's verdict without the scale bytes on the host.
+  absl::StatusOr<const LayerAdmission*> AdmissionOf(const FuzzCase& fuzz_case);
   // Materializations since the start (a test counts that both users share one).
   size_t materializations() const { return materializations_; }
   // The next Of materializes again (a fresh state for a finding's confirmation).
@@ -27,6 +30,7 @@ class DeviceRecipeWeights {
  private:
   DeviceWeights weights_;
   bool valid_ = false;  // weights_ holds the weights below
+  std::optional<LayerAdmission> admission_;  // of weights_' scales, once asked for
   int groups_ = 0, n_ = 0, k_ = 0;
   std::optional<TensorRecipe> codes_recipe_, scales_recipe_;
   size_t materializations_ = 0;

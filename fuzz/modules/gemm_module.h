@@ -42,10 +42,10 @@ class GemmModule {
   // with ExpectedRoute's.
   virtual absl::StatusOr<Route> Run(const FuzzCase& fuzz_case, const Tactic& tactic, std::span<uint16_t> output) = 0;
 
-  // Whether Run takes a case whose codes are not materialized on the host (packed_codes empty,
-  // with a codes recipe) and materializes them itself, where it runs (on the device). Every other
-  // module is handed the case with its codes materialized on the host.
-  virtual bool TakesRecipeCodes() const { return false; }
+  // Whether Run takes a case whose codes and scales are not materialized on the host (packed_codes
+  // and scale_bytes empty, both from recipes) and materializes them itself, where it runs (on the
+  // device). Every other module is handed the case with its weights materialized on the host.
+  virtual bool TakesRecipeWeights() const { return false; }
 
   // The same tactic launched in another tile order (bits must not change), for the
   // determinism rerun; nullopt where the module has no other order.

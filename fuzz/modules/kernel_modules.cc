@@ -24,14 +24,16 @@ class KernelSession {
     borrowed_generation_ = 0;
     absl::StatusOr<std::unique_ptr<PreparedLayer>> layer = absl::UnknownError("not prepared");
     if (c.packed_codes.empty() && c.recipe(TensorKind::kCodes)) {
-      // The host skipped the codes (the device way): the layer reads the shared device
+      // The host skipped the weights (the device way): the layer reads the shared device
       // materialization, which the device reference reads too, in place (both are keyed by the
       // case's recipes, so it holds this case's weights whenever the layer is used), with the
-      // scales prepared there; admitted here over the host's scale bytes, the same bytes.
+      // scales prepared and admitted there.
       absl::StatusOr<const DeviceWeights*> weights = device_weights_->Of(c);
       if (!weights.ok()) return weights.status();
+      absl::StatusOr<const LayerAdmission*> admission = device_weights_->AdmissionOf(c);
+      if (!admission.ok()) return admission.status();
       layer = preparer_->PrepareOnDeviceWeights(c.groups, c.n, c.k, (*weights)->codes(), (*weights)->scales(),
-                                                AdmitLayer(c.scale_bytes));
+                                                **admission);
       borrowed_generation_ = device_weights_->materializations();
     } else {
       layer = preparer_->Prepare(c.groups, c.n, c.k, c.packed_codes, c.scale_bytes);
@@ -118,8 +120,8 @@ class KernelModule final : public GemmModule {
     return reordered;
   }
 
-  // A case without its codes on the host is prepared from the shared device materialization.
-  bool TakesRecipeCodes() const override { return true; }
+  // A case without its weights on the host is prepared from the shared device materialization.
+  bool TakesRecipeWeights() const override { return true; }
 
   absl::Status CheckHealth() override { return runner_->CheckDevice(); }
   void ForgetState() override { session_->Forget(); }

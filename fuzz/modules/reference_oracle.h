@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fuzz/formats/case_format.h"
+#include "reference/admission.h"
 #include "reference/problem.h"
 #include "reference/reference_gemm.h"
 
@@ -39,6 +40,12 @@ class ReferenceOracle {
   virtual absl::Status GemmCase(const FuzzCase& fuzz_case, const ReferenceOptions& options,
                                 std::vector<uint16_t>& output) {
     (void)fuzz_case, (void)options, (void)output;
+    return absl::UnimplementedError(name() + " does not materialize recipes");
+  }
+  // AdmitLayer's verdict on the case's recipe scales, judged where this oracle materializes them
+  // (GemmCase's weights). An error: the differential admits on the host instead.
+  virtual absl::StatusOr<LayerAdmission> AdmitCase(const FuzzCase& fuzz_case) {
+    (void)fuzz_case;
     return absl::UnimplementedError(name() + " does not materialize recipes");
   }
 };

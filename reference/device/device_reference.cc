@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "fmt/core.h"
@@ -159,6 +160,7 @@ absl::Status DeviceReferenceGemmF32(const GroupedProblem& problem, const Referen
 DeviceWeights::~DeviceWeights() {
   cudaFree(codes_);
   cudaFree(scales_);
+  cudaFree(chunk_refused_);
 }
 
 absl::Status DeviceWeights::Reserve(size_t code_bytes, size_t scale_bytes) {
@@ -169,6 +171,38 @@ absl::Status DeviceWeights::Reserve(size_t code_bytes, size_t scale_bytes) {
   code_bytes_ = code_bytes;
   scale_bytes_ = scale_bytes;
   return absl::OkStatus();
+}
+
+absl::StatusOr<LayerAdmission> DeviceWeights::AdmitScales(size_t max_reported) {
+  if (absl::Status status = RequireDevice(); !status.ok()) return status;
+  const size_t chunks = (scale_bytes_ + device_internal::kAdmissionChunk - 1) / device_internal::kAdmissionChunk;
+  MXDIFF_RETURN_IF_ERROR(
+      GrowDeviceMemory(chunk_refused_, chunk_capacity_, chunks * sizeof(uint32_t), "cudaMalloc (admission)"));
+  const std::array<bool, 256>& admitted = FoldAdmittedBytes();
+  device_internal::RefusedBytes refused;
+  for (int raw = 0; raw < 256; ++raw) refused.bits[raw / 64] |= uint64_t(!admitted[raw]) << (raw % 64);
+  MXDIFF_RETURN_IF_ERROR(
+      CudaStatus(device_internal::LaunchCountRefused(scales_, scale_bytes_, refused, chunk_refused_), "admission"));
+  std::vector<uint32_t> chunk_refused(chunks);
+  MXDIFF_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(chunk_refused.data(), chunk_refused_, chunks * sizeof(uint32_t),
+                                               cudaMemcpyDeviceToHost),
+                                    "admission counts"));
+  LayerAdmission verdict;
+  for (uint32_t count : chunk_refused) verdict.refused_count += count;
+  verdict.admitted = verdict.refused_count == 0;
+  const size_t reported = std::min(max_reported, verdict.refused_count);
+  std::vector<uint8_t> chunk_bytes;
+  for (size_t chunk = 0; chunk < chunks && verdict.refused.size() < reported; ++chunk) {
+    if (chunk_refused[chunk] == 0) continue;
+    const size_t begin = chunk * device_internal::kAdmissionChunk;
+    chunk_bytes.resize(std::min(device_internal::kAdmissionChunk, scale_bytes_ - begin));
+    MXDIFF_RETURN_IF_ERROR(CudaStatus(
+        cudaMemcpy(chunk_bytes.data(), scales_ + begin, chunk_bytes.size(), cudaMemcpyDeviceToHost), "refused bytes"));
+    for (size_t i = 0; i < chunk_bytes.size() && verdict.refused.size() < reported; ++i) {
+      if (!admitted[chunk_bytes[i]]) verdict.refused.push_back({begin + i, chunk_bytes[i]});
+    }
+  }
+  return verdict;
 }
 
 absl::Status DeviceReferenceGemmOnDeviceWeights(const GroupedProblem& problem, const DeviceWeights& weights,

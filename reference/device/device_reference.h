@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "reference/admission.h"
 #include "reference/problem.h"
 #include "reference/reference_gemm.h"
 #include "reference/step_model.h"
@@ -45,11 +47,15 @@ class DeviceWeights {
   uint8_t* scales() const { return scales_; }
   size_t code_bytes() const { return code_bytes_; }
   size_t scale_bytes() const { return scale_bytes_; }
+  // AdmitLayer's verdict on the scale bytes, counted where they are: only the chunks that hold the
+  // first `max_reported` refused bytes come back to the host. Errors as Reserve's.
+  absl::StatusOr<LayerAdmission> AdmitScales(size_t max_reported = 16);
 
  private:
   uint8_t* codes_ = nullptr;
   uint8_t* scales_ = nullptr;
-  size_t code_bytes_ = 0, scale_bytes_ = 0, code_capacity_ = 0, scale_capacity_ = 0;
+  uint32_t* chunk_refused_ = nullptr;
+  size_t code_bytes_ = 0, scale_bytes_ = 0, code_capacity_ = 0, scale_capacity_ = 0, chunk_capacity_ = 0;
 };
 
 // DeviceReferenceGemm with the codes and scales of `weights` (of exactly the problem's sizes;

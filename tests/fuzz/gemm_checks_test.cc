@@ -23,11 +23,11 @@ enum class Defect { kNone, kFlipBit, kSkipLastElement, kDependsOnTileOrder, kWro
 
 class FakeModule final : public GemmModule {
  public:
-  // takes_recipe_codes: Run materializes the codes itself where the case arrives without them.
-  explicit FakeModule(Defect defect, bool takes_recipe_codes = false)
-      : defect_(defect), takes_recipe_codes_(takes_recipe_codes) {}
+  // takes_recipe_weights: Run materializes the weights itself where the case arrives without them.
+  explicit FakeModule(Defect defect, bool takes_recipe_weights = false)
+      : defect_(defect), takes_recipe_weights_(takes_recipe_weights) {}
   std::string name() const override { return "fake"; }
-  bool TakesRecipeCodes() const override { return takes_recipe_codes_; }
+  bool TakesRecipeWeights() const override { return takes_recipe_weights_; }
   std::optional<StepModel> model() const override { return StepModel::kSm90Emulated; }
   Tactic MapTactic(const FuzzCase& c) const override { return c.tactic; }
   absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
@@ -42,8 +42,9 @@ class FakeModule final : public GemmModule {
   }
   absl::StatusOr<Route> Run(const FuzzCase& given, const Tactic& tactic, std::span<uint16_t> output) override {
     FuzzCase own;
-    if (given.packed_codes.empty() && given.recipe(TensorKind::kCodes)) {
-      if (!takes_recipe_codes_) return absl::InternalError("handed a case without its codes");
+    if ((given.packed_codes.empty() && given.recipe(TensorKind::kCodes)) ||
+        (given.scale_bytes.empty() && given.recipe(TensorKind::kScales))) {
+      if (!takes_recipe_weights_) return absl::InternalError("handed a case without its weights");
       own = given;
       MaterializeCase(own);
     }
@@ -72,7 +73,7 @@ class FakeModule final : public GemmModule {
 
  private:
   Defect defect_;
-  bool takes_recipe_codes_;
+  bool takes_recipe_weights_;
   KernelRegistry registry_ = BuiltinKernelRegistry();
 };
 
@@ -412,12 +413,14 @@ TEST(DeviceOracle, AKernelOutOfDeviceMemoryIsARefusedCaseNotAFinding) {
 struct OracleCalls {
   int host = 0;    // Gemm: the host's tensors
   int recipe = 0;  // GemmCase: its own materialization
+  int admit = 0;   // AdmitCase
 };
 
 class MaterializingFakeOracle final : public ReferenceOracle {
  public:
-  MaterializingFakeOracle(OracleCalls* calls, bool materializes = true, bool flip = false)
-      : calls_(calls), materializes_(materializes), flip_(flip) {}
+  // flip: a planted defect, one output bit wrong; admit_all: another, every layer admitted.
+  MaterializingFakeOracle(OracleCalls* calls, bool materializes = true, bool flip = false, bool admit_all = false)
+      : calls_(calls), materializes_(materializes), flip_(flip), admit_all_(admit_all) {}
   std::string name() const override { return "fake-device"; }
   absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
                     std::vector<uint16_t>& output) override {
@@ -435,10 +438,17 @@ class MaterializingFakeOracle final : public ReferenceOracle {
     if (flip_ && !output.empty()) output[output.size() / 2] ^= 1;
     return absl::OkStatus();
   }
+  absl::StatusOr<LayerAdmission> AdmitCase(const FuzzCase& c) override {
+    ++calls_->admit;
+    FuzzCase own = c;
+    own.scale_bytes.clear();
+    MaterializeCase(own);
+    return admit_all_ ? LayerAdmission{} : AdmitLayer(own.scale_bytes);
+  }
 
  private:
   OracleCalls* calls_;
-  bool materializes_, flip_;
+  bool materializes_, flip_, admit_all_;
 };
 
 // DecodeShapedCase with its codes and scales from recipes (an override among the codes).
@@ -588,15 +598,17 @@ TEST(DeviceWay, APlantedDefectOfTheDeviceWayIsCaughtBySamplingAsItsOwnFinding) {
   EXPECT_EQ(calls.host, 0);
 }
 
-// The host skips a case's codes exactly where no CPU check needs them (NeedsHostCodes,
+// The host skips a case's weights exactly where no CPU check needs them (NeedsHostWeights,
 // DecodeForDifferential), and the verdicts and bits are those of the fully materialized case.
-GemmDifferential Skipping(OracleCalls* calls, Defect defect, int cpu_check_every, bool module_takes_recipe_codes) {
+GemmDifferential Skipping(OracleCalls* calls, Defect defect, int cpu_check_every, bool module_takes_recipe_weights,
+                          bool admit_all = false) {
   std::vector<std::unique_ptr<GemmModule>> modules;
-  modules.push_back(std::make_unique<FakeModule>(defect, module_takes_recipe_codes));
+  modules.push_back(std::make_unique<FakeModule>(defect, module_takes_recipe_weights));
   OracleSettings settings;
   settings.device_above_work = 0;
   settings.cpu_check_every = cpu_check_every;
-  return GemmDifferential(std::move(modules), std::make_unique<MaterializingFakeOracle>(calls), settings);
+  return GemmDifferential(std::move(modules),
+                          std::make_unique<MaterializingFakeOracle>(calls, true, false, admit_all), settings);
 }
 
 std::vector<uint8_t> Encoded(const FuzzCase& c) {
@@ -605,7 +617,7 @@ std::vector<uint8_t> Encoded(const FuzzCase& c) {
   return bytes.ok() ? *bytes : std::vector<uint8_t>{};
 }
 
-TEST(DeviceWay, TheHostSkipsTheCodesExactlyWhenNoCpuCheckNeedsThem) {
+TEST(DeviceWay, TheHostSkipsTheWeightsExactlyWhenNoCpuCheckNeedsThem) {
   OracleCalls calls, full_calls;
   GemmDifferential skipping = Skipping(&calls, Defect::kNone, 4, true);
   GemmDifferential full = Skipping(&full_calls, Defect::kNone, 4, true);
@@ -618,8 +630,8 @@ TEST(DeviceWay, TheHostSkipsTheCodesExactlyWhenNoCpuCheckNeedsThem) {
     ASSERT_TRUE(skip.ok()) << skip.status();
     EXPECT_EQ(*skip, !CpuCheckSampled(description, 4)) << seed;
     EXPECT_EQ(c.packed_codes.empty(), *skip) << seed;
+    EXPECT_EQ(c.scale_bytes.empty(), *skip) << seed;
     EXPECT_EQ(c.activations.size(), size_t(c.rows()) * size_t(c.k));
-    EXPECT_EQ(c.scale_bytes.size(), c.element_count(TensorKind::kScales)) << "scales stay on the host (admission)";
     skipped += *skip;
     const absl::StatusOr<FuzzCase> whole = DecodeCase(bytes);
     ASSERT_TRUE(whole.ok());
@@ -634,28 +646,58 @@ TEST(DeviceWay, TheHostSkipsTheCodesExactlyWhenNoCpuCheckNeedsThem) {
   }
   EXPECT_GT(skipped, 32u);
   EXPECT_LT(skipped, 64u);
-  EXPECT_EQ(skipping.counters().host_codes_skipped, skipped);
-  EXPECT_EQ(skipping.counters().host_codes_late, 0u) << "a correct kernel needs no late CPU reference";
+  EXPECT_EQ(skipping.counters().host_weights_skipped, skipped);
+  EXPECT_EQ(skipping.counters().host_weights_late, 0u) << "a correct kernel needs no late CPU reference";
   EXPECT_EQ(skipping.counters().cases_cpu_checked, 64u - skipped);
-  EXPECT_EQ(full.counters().host_codes_skipped, 0u);
-  EXPECT_NE(CountersText(skipping.counters()).find("\nhost_codes_skipped " + std::to_string(skipped) + "\n"),
+  EXPECT_EQ(skipping.counters().oracle_disagreements, 0u);
+  EXPECT_EQ(calls.admit, 64) << "every layer admitted by the oracle (no two cases share their scales)";
+  EXPECT_EQ(full.counters().host_weights_skipped, 0u);
+  EXPECT_NE(CountersText(skipping.counters()).find("\nhost_weights_skipped " + std::to_string(skipped) + "\n"),
             std::string::npos);
 }
 
-TEST(DeviceWay, TheCodesStayOnTheHostWhereAnythingElseNeedsThem) {
+// The oracle's admission is trusted only as far as the host's agrees on the sampled cases: one
+// that admits every layer is a finding on each sampled case with refused scales, and the routes
+// are then judged on the host's verdict.
+TEST(DeviceWay, AnOracleAdmissionThatDisagreesWithTheHostIsAFindingOnTheSampledCases) {
+  OracleCalls calls;
+  GemmDifferential lying = Skipping(&calls, Defect::kNone, 4, true, /*admit_all=*/true);
+  FuzzCase c, description;
+  size_t sampled_refused = 0, unsampled = 0;
+  for (uint64_t seed = 1; seed <= 64; ++seed) {
+    FuzzCase refused = RecipeWeightsCase(seed);
+    refused.recipe(TensorKind::kScales)->overrides.push_back({3, 0});  // raw 0: refused
+    refused.scale_bytes.clear();
+    MaterializeCase(refused);
+    ASSERT_TRUE(DecodeForDifferential(Encoded(refused), lying, c, description, nullptr).ok());
+    const std::vector<std::string> signatures = Signatures(lying.Evaluate(c));
+    if (CpuCheckSampled(description, 4)) {
+      ++sampled_refused;
+      ASSERT_FALSE(signatures.empty()) << seed;
+      EXPECT_EQ(signatures[0], "oracle/device-vs-cpu/admission") << seed;
+    } else {
+      ++unsampled;
+    }
+  }
+  EXPECT_GT(sampled_refused, 4u);
+  EXPECT_GT(unsampled, 4u);
+  EXPECT_EQ(lying.counters().oracle_disagreements, sampled_refused);
+}
+
+TEST(DeviceWay, TheWeightsStayOnTheHostWhereAnythingElseNeedsThem) {
   OracleCalls calls;
   const FuzzCase recipes = RecipeWeightsCase();
   FuzzCase c, description;
   // A module that does not take recipe codes (an external one, the builtin kernels for now).
-  EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1000000, false).NeedsHostCodes(recipes));
+  EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1000000, false).NeedsHostWeights(recipes));
   GemmDifferential skipping = Skipping(&calls, Defect::kNone, 1000000, true);
-  EXPECT_EQ(skipping.NeedsHostCodes(recipes), CpuCheckSampled(recipes, 1000000));
-  EXPECT_TRUE(skipping.NeedsHostCodes(DecodeShapedCase())) << "literal bytes";
-  EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1, true).NeedsHostCodes(recipes)) << "every case sampled";
+  EXPECT_EQ(skipping.NeedsHostWeights(recipes), CpuCheckSampled(recipes, 1000000));
+  EXPECT_TRUE(skipping.NeedsHostWeights(DecodeShapedCase())) << "literal bytes";
+  EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1, true).NeedsHostWeights(recipes)) << "every case sampled";
   std::vector<std::unique_ptr<GemmModule>> modules;
   modules.push_back(std::make_unique<FakeModule>(Defect::kNone, true));
   GemmDifferential small(std::move(modules), std::make_unique<MaterializingFakeOracle>(&calls));
-  EXPECT_TRUE(small.NeedsHostCodes(recipes)) << "a small case is judged on the CPU";
+  EXPECT_TRUE(small.NeedsHostWeights(recipes)) << "a small case is judged on the CPU";
   const absl::StatusOr<bool> skip = DecodeForDifferential(Encoded(recipes), small, c, description, nullptr);
   ASSERT_TRUE(skip.ok());
   EXPECT_FALSE(*skip);
@@ -675,8 +717,8 @@ TEST(DeviceWay, AKernelDisagreeingOnASkippedCaseIsJudgedOnTheCpuReferenceAfterAl
   const std::vector<std::string> signatures = Signatures(differential.Evaluate(c));
   ASSERT_EQ(signatures.size(), 1u);
   EXPECT_EQ(signatures[0].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[0];
-  EXPECT_EQ(differential.counters().host_codes_late, 1u);
-  EXPECT_EQ(differential.counters().host_codes_skipped, 0u);
+  EXPECT_EQ(differential.counters().host_weights_late, 1u);
+  EXPECT_EQ(differential.counters().host_weights_skipped, 0u);
   EXPECT_EQ(differential.counters().cases_cpu_checked, 1u) << "confirmed on the CPU before the kernel is judged";
 }
 

@@ -47,7 +47,7 @@ done
 # The same with every case's codes materialized on the host (the host path before the device way).
 step "benchmark 16, host codes" "$out/fuzz_gemm_benchmark.log" 300 \
   env MXDIFF_CPU_CHECK_EVERY=16 MXDIFF_BENCH_HOST_CODES=1 "$build/tests/fuzz/fuzz_gemm_benchmark"
-grep -E "^(small|w13)[a-z_0-9]*/|oracle:|codes:|^device_materialized|^host_codes" "$out/fuzz_gemm_benchmark.log" |
+grep -E "^(small|w13)[a-z_0-9]*/|oracle:|codes:|^device_materialized|^host_weights" "$out/fuzz_gemm_benchmark.log" |
   tee -a "$summary"
 if [ -n "$fuzz_build" ]; then
   time_s=${MXDIFF_FUZZ_TIME:-600}

@@ -10,7 +10,10 @@
 #include <random>
 #include <string>
 
+#include <cuda_runtime.h>
+
 #include "gtest/gtest.h"
+#include "reference/admission.h"
 #include "reference/device/device_reference.h"
 #include "reference/fp16.h"
 #include "reference/reference_gemm.h"
@@ -213,6 +216,42 @@ INSTANTIATE_TEST_SUITE_P(EveryModelAndTransform, DeviceReferenceGemmTest,
                            for (char& ch : name) ch = ch == '-' ? '_' : ch;
                            return name + (info.param.transform == Transform::kOrdinary ? "_ordinary" : "_folded");
                          });
+
+// The fold admission counted on the device is AdmitLayer's verdict, refused bytes and their
+// positions included: at chunk edges, spread over a 256-expert W13 layer, or everywhere.
+TEST_F(DeviceReferenceTest, DeviceAdmissionIsAdmitLayersVerdict) {
+  std::mt19937_64 rng(testing::TestSeed());
+  const std::array<bool, 256>& admitted = FoldAdmittedBytes();
+  std::vector<uint8_t> admitted_raws, refused_raws;
+  for (int raw = 0; raw < 256; ++raw) (admitted[raw] ? admitted_raws : refused_raws).push_back(uint8_t(raw));
+  DeviceWeights weights;
+  int admitted_layouts = 0, refused_layouts = 0;
+  for (size_t count : {size_t(1), size_t(16383), size_t(16384), size_t(16385), size_t(256) * 1024 * 128}) {
+    for (int refused_wanted : {0, 1, 3, 40, -1}) {  // -1: every byte any value
+      std::vector<uint8_t> bytes(count);
+      for (uint8_t& raw : bytes) raw = admitted_raws[rng() % admitted_raws.size()];
+      if (refused_wanted < 0) {
+        for (uint8_t& raw : bytes) raw = uint8_t(rng());
+      }
+      for (int i = 0; i < refused_wanted; ++i) {
+        const size_t edges[] = {0, count - 1, 16383 % count, 16384 % count, rng() % count};
+        bytes[edges[i % 5]] = refused_raws[rng() % refused_raws.size()];
+      }
+      ASSERT_TRUE(weights.Reserve(16, count).ok());
+      ASSERT_EQ(cudaMemcpy(weights.scales(), bytes.data(), count, cudaMemcpyHostToDevice), cudaSuccess);
+      const absl::StatusOr<LayerAdmission> on_device = weights.AdmitScales();
+      ASSERT_TRUE(on_device.ok()) << on_device.status();
+      const LayerAdmission on_host = AdmitLayer(bytes);
+      EXPECT_EQ(on_device->admitted, on_host.admitted) << count << " " << refused_wanted;
+      EXPECT_EQ(on_device->refused_count, on_host.refused_count) << count << " " << refused_wanted;
+      EXPECT_EQ(on_device->Describe(), on_host.Describe()) << count << " " << refused_wanted;
+      EXPECT_TRUE(*on_device == on_host) << count << " " << refused_wanted;
+      (on_host.admitted ? admitted_layouts : refused_layouts) += 1;
+    }
+  }
+  EXPECT_GE(admitted_layouts, 5);
+  EXPECT_GE(refused_layouts, 15);
+}
 
 // Refusals match the CPU reference's (and come before any device work).
 TEST(DeviceReferenceValidationTest, RefusesWhatTheCpuReferenceRefuses) {
