@@ -40,11 +40,11 @@ std::string RouteOrError(const absl::StatusOr<Route>& route) {
 
 }  // namespace
 
-std::string ScaleClassOfColumn(const FuzzCase& c, int row, int column) {
+std::string ScaleClassOfColumn(const FuzzCase& c, std::span<const uint8_t> scale_bytes, int row, int column) {
   const size_t blocks = size_t(c.k) / kBlockK;
   const size_t first = (size_t(c.group_of_row(row)) * size_t(c.n) + size_t(column)) * blocks;
   ScaleClass most_unusual = ScaleClass::kAdmitted;
-  for (size_t b = 0; b < blocks; ++b) most_unusual = std::min(most_unusual, ClassifyScale(c.scale_bytes[first + b]));
+  for (size_t b = 0; b < blocks; ++b) most_unusual = std::min(most_unusual, ClassifyScale(scale_bytes[first + b]));
   return std::string(ScaleClassName(most_unusual));
 }
 
@@ -194,17 +194,18 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
     }
   }
   case_.on_cpu = true;
-  if (absl::Status status = CpuReference(HostCase(c), entry.options, entry.bits); !status.ok()) return status;
+  if (absl::Status status = CpuReference(c, entry.options, entry.bits); !status.ok()) return status;
   return &reference_cache_.emplace(key, std::move(entry)).first->second;
 }
 
-GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& original) {
-  const FuzzCase& c = HostCase(original);
+GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& c) {
   const std::vector<int> groups = c.GroupsWithRows();
-  if (groups.empty() || int(groups.size()) == c.groups) return c.Problem();
+  const bool codes_from_recipe = c.packed_codes.empty() && c.recipe(TensorKind::kCodes).has_value();
+  if (!case_.weights_deferred && (groups.empty() || int(groups.size()) == c.groups)) return c.Problem();
   if (!compact_.ready) {
-    const GroupedProblem full = c.Problem();
-    const size_t codes = full.codes_per_group(), scales = full.scales_per_group();
+    const std::span<const uint8_t> scale_bytes = HostScales(c);
+    PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
+    const size_t codes = size_t(c.n) * size_t(c.k) / 2, scales = size_t(c.n) * size_t(c.k) / kBlockK;
     compact_.groups = int(groups.size());
     compact_.row_offsets.assign(1, 0);
     compact_.codes.resize(groups.size() * codes);
@@ -212,9 +213,14 @@ GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& original) {
     for (size_t i = 0; i < groups.size(); ++i) {
       const int g = groups[i];
       compact_.row_offsets.push_back(compact_.row_offsets.back() + c.row_offsets[g + 1] - c.row_offsets[g]);
-      std::copy_n(c.packed_codes.begin() + ptrdiff_t(size_t(g) * codes), codes,
-                  compact_.codes.begin() + ptrdiff_t(i * codes));
-      std::copy_n(c.scale_bytes.begin() + ptrdiff_t(size_t(g) * scales), scales,
+      const std::span<uint8_t> group_codes(compact_.codes.data() + i * codes, codes);
+      if (codes_from_recipe) {
+        case_.weights_late = true;
+        MaterializeCodeSlice(*c.recipe(TensorKind::kCodes), uint64_t(g) * codes * 2, group_codes);
+      } else {
+        std::copy_n(c.packed_codes.begin() + ptrdiff_t(size_t(g) * codes), codes, group_codes.begin());
+      }
+      std::copy_n(scale_bytes.begin() + ptrdiff_t(size_t(g) * scales), scales,
                   compact_.scales.begin() + ptrdiff_t(i * scales));
     }
     compact_.ready = true;
@@ -229,7 +235,7 @@ GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& original) {
 
 absl::Status GemmDifferential::ConfirmOnCpu(const FuzzCase& c, ReferenceBits& entry, CaseEvaluation& evaluation) {
   std::vector<uint16_t> cpu;
-  if (absl::Status status = CpuReference(HostCase(c), entry.options, cpu); !status.ok()) return status;
+  if (absl::Status status = CpuReference(c, entry.options, cpu); !status.ok()) return status;
   case_.cpu_checked = true;
   entry.unconfirmed = false;
   size_t differ = 0, first = cpu.size();
@@ -269,7 +275,7 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c, CaseEvaluation& ev
     options.tactic = c.tactic;
     options.threads = 1;
     std::vector<uint16_t> single;
-    absl::Status status = CpuReference(HostCase(c), options, single);
+    absl::Status status = CpuReference(c, options, single);
     absl::StatusOr<ReferenceBits*> multi = Reference(c, transform, c.model, c.tactic, evaluation, /*cpu_only=*/true);
     if (!status.ok() || !multi.ok()) {
       return Finding{"reference/rejected-valid-case",
@@ -285,8 +291,9 @@ CheckResult GemmDifferential::CheckCpuSide(const FuzzCase& c, CaseEvaluation& ev
 
 absl::Status GemmDifferential::CpuReference(const FuzzCase& c, const ReferenceOptions& options,
                                             std::vector<uint16_t>& bits) {
+  const GroupedProblem problem = case_.weights_deferred ? OracleProblem(c) : c.Problem();
   PhaseTimer timer(counters_.seconds_in(Phase::kCpuReference));
-  return ReferenceGemm(c.Problem(), options, bits);
+  return ReferenceGemm(problem, options, bits);
 }
 
 absl::StatusOr<Route> GemmDifferential::RunModule(GemmModule& module, const FuzzCase& c, const Tactic& tactic,
@@ -296,7 +303,11 @@ absl::StatusOr<Route> GemmDifferential::RunModule(GemmModule& module, const Fuzz
 }
 
 CheckResult GemmDifferential::CheckHealth(GemmModule& module, const ModuleRun& run) {
-  const absl::Status status = module.CheckHealth();
+  absl::Status status;
+  {
+    PhaseTimer timer(counters_.seconds_in(Phase::kKernels));  // a device-wide wait
+    status = module.CheckHealth();
+  }
   if (status.ok()) return std::nullopt;
   return Finding{fmt::format("cuda-error/{}", run.module),
                  fmt::format("{} left the device unhealthy after tactic {}: {}", run.module, TacticName(run.tactic),
@@ -338,19 +349,13 @@ CheckResult GemmDifferential::CheckRoute(const FuzzCase& c, const ModuleRun& run
   return std::nullopt;
 }
 
-namespace {
-
-bool Unwritten(uint16_t bits) { return bits == kOutputPoison || bits == kRunnerOutputPoison; }
-
-}  // namespace
-
 CheckResult GemmDifferential::CheckWritten(const FuzzCase& c, const ModuleRun& run) {
   const Route& route = *run.route;
-  const auto unwritten = std::find_if(run.output.begin(), run.output.end(), Unwritten);
-  if (unwritten == run.output.end()) return std::nullopt;
+  const size_t unwritten = FirstUnwritten(run.output);
+  if (unwritten == run.output.size()) return std::nullopt;
   return Finding{fmt::format("no-launch/{}/{}", run.module, TacticSignature(c, route.tactic)),
                  fmt::format("{} returned route {} but left element {} (of {}) unwritten", run.module,
-                             DescribeRoute(route), unwritten - run.output.begin(), run.output.size())};
+                             DescribeRoute(route), unwritten, run.output.size())};
 }
 
 // Every written element against the reference of the route that ran (unwritten ones are `written`'s).
@@ -366,13 +371,12 @@ CheckResult GemmDifferential::CheckBits(const FuzzCase& c, ModuleRun& run, CaseE
   }
   run.reference = (*reference)->bits;
   counters_.elements_compared += run.output.size();
-  for (size_t i = 0; i < run.output.size(); ++i) {
-    if (run.output[i] == run.reference[i] || Unwritten(run.output[i])) continue;
+  if (const size_t i = FirstWrittenMismatch(run.output, run.reference); i < run.output.size()) {
     const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
     const std::string& name = run.module;
     return Finding{fmt::format("mismatch/{}{}/{}/{}", name == TransformName(route.variant) ? "" : name + "/",
                                TransformName(route.variant), TacticSignature(c, route.tactic),
-                               ScaleClassOfColumn(HostCase(c), row, column)),
+                               ScaleClassOfColumn(c, HostScales(c), row, column)),
                    fmt::format("{}: element [{}][{}] is 0x{:04x} ({}), the reference ({} {}) says 0x{:04x} ({}), "
                                "{}; route {}",
                                name, row, column, run.output[i], f16_to_f32(run.output[i]),
@@ -462,7 +466,7 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   } else if (case_.on_cpu) {
     ++counters_.cases_cpu;
   }
-  counters_.host_weights_skipped += case_.weights_deferred && !case_.weights_late;
+  counters_.host_weights_skipped += case_.weights_deferred;
   counters_.host_weights_late += case_.weights_late;
   counters_.device_fallbacks += case_.fell_back;
   counters_.device_refused += case_.refused;
@@ -516,12 +520,12 @@ const LayerAdmission& GemmDifferential::Admission(const FuzzCase& c, CaseEvaluat
     absl::StatusOr<LayerAdmission> on_device = absl::UnavailableError("not the device way");
     if (case_.device_way) on_device = device_oracle_->AdmitCase(c);
     if (!on_device.ok() && case_.device_way) case_.fell_back = true, last_fallback_ = on_device.status().ToString();
-    admission_memo_.admission = on_device.ok() ? *std::move(on_device) : AdmitLayer(HostCase(c).scale_bytes);
+    admission_memo_.admission = on_device.ok() ? *std::move(on_device) : AdmitLayer(HostScales(c));
     admission_memo_.recipe = recipe;
     admission_memo_.scale_count = scale_count;
   }
   if (case_.device_way && case_.sampled) {  // the device's verdict is trusted as far as the host's agrees
-    const LayerAdmission on_host = AdmitLayer(HostCase(c).scale_bytes);
+    const LayerAdmission on_host = AdmitLayer(HostScales(c));
     CheckResult finding;
     if (!(on_host == admission_memo_.admission)) {
       ++counters_.oracle_disagreements;
@@ -539,9 +543,9 @@ const LayerAdmission& GemmDifferential::Admission(const FuzzCase& c, CaseEvaluat
 
 const FuzzCase& GemmDifferential::HostCase(const FuzzCase& c) {
   if (!case_.weights_deferred) return c;
-  if (!case_.weights_late) {
+  if (!case_.host_case_ready) {
     PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
-    case_.weights_late = true;
+    case_.host_case_ready = case_.weights_late = true;
     host_case_ = c;
     if (host_case_.packed_codes.empty() && c.recipe(TensorKind::kCodes)) {
       host_case_.packed_codes.resize(c.element_count(TensorKind::kCodes) / 2);
@@ -555,8 +559,20 @@ const FuzzCase& GemmDifferential::HostCase(const FuzzCase& c) {
   return host_case_;
 }
 
+std::span<const uint8_t> GemmDifferential::HostScales(const FuzzCase& c) {
+  if (!c.scale_bytes.empty() || !c.recipe(TensorKind::kScales)) return c.scale_bytes;
+  if (case_.host_case_ready) return host_case_.scale_bytes;
+  if (!case_.scales_late) {
+    PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
+    case_.scales_late = case_.weights_late = true;
+    host_scales_.resize(c.element_count(TensorKind::kScales));
+    MaterializeScales(*c.recipe(TensorKind::kScales), host_scales_);
+  }
+  return host_scales_;
+}
+
 bool GemmDifferential::NeedsHostWeights(const FuzzCase& c) const {
-  if (!GoesDeviceWay(c, settings_, device_oracle_.get()) || CpuCheckSampled(c, settings_.cpu_check_every)) return true;
+  if (!GoesDeviceWay(c, settings_, device_oracle_.get())) return true;
   return !std::all_of(modules_.begin(), modules_.end(),
                       [](const std::unique_ptr<GemmModule>& module) { return module->TakesRecipeWeights(); });
 }

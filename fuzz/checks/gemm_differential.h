@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz/checks/output_scan.h"
 #include "fuzz/formats/case_format.h"
 #include "fuzz/driver/findings.h"
 #include "fuzz/modules/gemm_module.h"
@@ -37,9 +38,6 @@
 #include "reference/admission.h"
 
 namespace mxdiff::fuzz {
-
-// No kernel writes this: every NaN a kernel produces is the canonical 0x7FFF (docs/numerics.md).
-inline constexpr uint16_t kOutputPoison = 0x7E5A;
 
 inline constexpr std::string_view kCheckNames[] = {"cpu-side",    "route",  "written",      "bits",
                                                    "determinism", "health", "cross-module", "device-vs-cpu"};
@@ -111,10 +109,11 @@ struct DifferentialCounters {
   size_t runs_refused = 0;        // module runs refused out of memory (ResourceExhausted): no finding
   size_t cases_device_materialized = 0;  // of cases_device, those the oracle computed on weights it
                                          // materialized on the device from the recipes (GoesDeviceWay)
-  size_t host_weights_skipped = 0;  // cases whose codes and scales the host never materialized
+  size_t host_weights_skipped = 0;  // cases decoded without their codes and scales on the host
                                     // (NeedsHostWeights)
-  size_t host_weights_late = 0;     // cases handed without them that needed them on the host after
-                                    // all (a finding, or the device oracle fell back)
+  size_t host_weights_late = 0;     // of those, the cases that materialized some on the host after
+                                    // all: the CPU-checked sample (the groups with rows), a kernel
+                                    // disagreeing with the device bits, a finding, a fallback
   PhaseSeconds seconds = {};  // by Phase
   double& seconds_in(Phase phase) { return seconds[size_t(phase)]; }
   double seconds_by_shape[3] = {};  // a whole input's wall time (decode and evaluation), by ShapeClass
@@ -159,8 +158,8 @@ class GemmDifferential {
   // (DecodeForDifferential decides when to skip them); the device oracle admits the layer.
   CaseEvaluation Evaluate(const FuzzCase& fuzz_case);
   // Whether the case (its description is enough) needs its weights on the host: every case but
-  // one that goes the device way (GoesDeviceWay), is not sampled for the CPU check
-  // (CpuCheckSampled) and whose modules all take recipe weights (GemmModule::TakesRecipeWeights).
+  // one that goes the device way (GoesDeviceWay) and whose modules all take recipe weights
+  // (GemmModule::TakesRecipeWeights). A sampled one materializes the groups with rows later.
   bool NeedsHostWeights(const FuzzCase& fuzz_case) const;
   CheckResult CheckCase(const FuzzCase& fuzz_case);
   // Every module's state across cases dropped (GemmModule::ForgetState).
@@ -206,14 +205,19 @@ class GemmDifferential {
   // Computes the entry on the CPU, records the device-vs-cpu verdict and keeps the CPU's bits.
   absl::Status ConfirmOnCpu(const FuzzCase& fuzz_case, ReferenceBits& entry, CaseEvaluation& evaluation);
   CheckResult CheckCpuSide(const FuzzCase& fuzz_case, CaseEvaluation& evaluation);
-  // The CPU reference and a module's run, each timed into its phase.
+  // The CPU reference (of OracleProblem where the host skipped the weights) and a module's run,
+  // each timed into its phase.
   absl::Status CpuReference(const FuzzCase& fuzz_case, const ReferenceOptions& options, std::vector<uint16_t>& bits);
   absl::StatusOr<Route> RunModule(GemmModule& module, const FuzzCase& fuzz_case, const Tactic& tactic,
                                   std::span<uint16_t> output);
-  // What the device oracle is handed: the groups with rows alone (an output element reads only its
-  // row's group, so the bits are the same), so a 256-expert layer with 6 routed experts crosses
-  // PCIe as 6 experts, not 570 MB. Built once per case.
+  // The groups with rows alone (an output element reads only its row's group, so the bits are the
+  // same): what the device oracle is handed, so a 256-expert layer with 6 routed experts crosses
+  // PCIe as 6 experts, not 570 MB; and what the CPU reference computes where the host skipped the
+  // weights, those 6 experts' codes then materialized from the recipe (MaterializeCodeSlice).
+  // Built once per case.
   GroupedProblem OracleProblem(const FuzzCase& fuzz_case);
+  // The case's scale bytes on the host: its own, or (once per case) materialized from the recipe.
+  std::span<const uint8_t> HostScales(const FuzzCase& fuzz_case);
   CaseEvaluation EvaluateAll(const FuzzCase& fuzz_case);
   // Runs the module and its checks (below), each a function of its own.
   void EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,
@@ -223,7 +227,6 @@ class GemmDifferential {
   CheckResult CheckWritten(const FuzzCase& fuzz_case, const ModuleRun& run);
   CheckResult CheckBits(const FuzzCase& fuzz_case, ModuleRun& run, CaseEvaluation& evaluation);
   CheckResult CheckDeterminism(const FuzzCase& fuzz_case, GemmModule& module, const ModuleRun& run);
-  // The layer's admission (timed), computed again only where the scale bytes may have changed.
   // The layer's fold admission: the device oracle's on the device way (checked against the host's
   // on a sampled case), else the host's; remembered while the scales' recipe stays.
   const LayerAdmission& Admission(const FuzzCase& fuzz_case, CaseEvaluation& evaluation);
@@ -241,9 +244,12 @@ class GemmDifferential {
     bool device_way = false;           // GoesDeviceWay
     bool device_materialized = false;  // the oracle ran on its own materialization of the weights
     bool weights_deferred = false;     // handed without its codes and scales on the host
-    bool weights_late = false;         // and HostCase materialized them after all
+    bool weights_late = false;         // and some were materialized on the host after all
+    bool host_case_ready = false;      // host_case_ holds the case with its weights
+    bool scales_late = false;          // host_scales_ holds the case's scales
   } case_;
   FuzzCase host_case_;  // HostCase's copy, reused across cases
+  std::vector<uint8_t> host_scales_;  // HostScales' bytes, reused across cases
   struct AdmissionMemo {
     std::optional<TensorRecipe> recipe;  // of the scales last admitted; none: they were bytes
     size_t scale_count = 0;
@@ -273,9 +279,9 @@ absl::StatusOr<bool> DecodeForDifferential(std::span<const uint8_t> input, const
 // (tools/campaign/campaign_stats.py): one "name value" line each, in a fixed order.
 std::string CountersText(const DifferentialCounters& counters);
 
-// The most unusual class (reference/scale_class.h) among the scale bytes of the weight column
-// behind an output element (the signature's last part).
-std::string ScaleClassOfColumn(const FuzzCase& fuzz_case, int row, int column);
+// The most unusual class (reference/scale_class.h) among the scale bytes (the case's, as
+// scale_bytes) of the weight column behind an output element (the signature's last part).
+std::string ScaleClassOfColumn(const FuzzCase& fuzz_case, std::span<const uint8_t> scale_bytes, int row, int column);
 
 // ulp distance between two fp16 bit patterns on the ordered number line (NaN: 65536).
 int F16UlpDistance(uint16_t a, uint16_t b);

@@ -304,23 +304,30 @@ void MaterializeActivations(const TensorRecipe& recipe, std::span<uint16_t> out,
 }
 
 void MaterializeCodes(const TensorRecipe& recipe, std::span<uint8_t> packed, int threads) {
+  MaterializeCodeSlice(recipe, 0, packed, threads);
+}
+
+void MaterializeCodeSlice(const TensorRecipe& recipe, uint64_t first_code, std::span<uint8_t> packed, int threads) {
   const uint64_t seed = KindSeed(TensorKind::kCodes, recipe.seed);
   const uint64_t rare_seed = KindSeed(TensorKind::kCodes, recipe.seed ^ kRareSalt);
   const int rare = recipe.rare_log2;
   const size_t words = packed.size() / 8;
+  const uint64_t first_word = first_code / 16;
   WithClass(recipe.value_class, [&](auto c) {
     ForUnits(words, packed.size(), threads, [&](size_t begin, size_t end) {
       const uint64_t s = seed, rs = rare_seed;
       const int r = rare;
       uint8_t* bytes = packed.data();
       for (size_t w = begin; w < end; ++w) {
-        const uint64_t codes = r == 0 ? CodeWord(decltype(c)::value, Hash(s, w))
-                                      : CodeUnit(decltype(c)::value, r, s, rs, w);
+        const uint64_t codes = r == 0 ? CodeWord(decltype(c)::value, Hash(s, first_word + w))
+                                      : CodeUnit(decltype(c)::value, r, s, rs, first_word + w);
         std::memcpy(bytes + 8 * w, &codes, 8);  // byte b = bits 8b..8b+7: codes 2b (low) and 2b+1
       }
     });
   });
-  ApplyOverrides(TensorKind::kCodes, recipe, packed);
+  for (const TensorOverride& o : recipe.overrides) {
+    if (o.index >= first_code) SetElement(TensorKind::kCodes, packed, o.index - first_code, o.value);
+  }
 }
 
 namespace {

@@ -105,6 +105,10 @@ uint64_t UnitHash(TensorKind kind, uint64_t seed, uint64_t unit);
 void MaterializeActivations(const TensorRecipe& recipe, std::span<uint16_t> out, int threads = 0);
 void MaterializeCodes(const TensorRecipe& recipe, std::span<uint8_t> packed, int threads = 0);
 void MaterializeScales(const TensorRecipe& recipe, std::span<uint8_t> out, int threads = 0);
+// The packed codes of elements first_code .. first_code + 2 * packed.size() (first_code a multiple
+// of 16): that slice of MaterializeCodes' bytes, overrides included (one group's weights of a
+// 256-expert layer without the other 255).
+void MaterializeCodeSlice(const TensorRecipe& recipe, uint64_t first_code, std::span<uint8_t> packed, int threads = 0);
 
 // Element `index` of the generator alone (no overrides): a code 0..15 for kCodes. For tests and
 // for readers that need a few elements without materializing the tensor.

@@ -177,7 +177,7 @@ void ExplainRun(const ModuleRun& run, const FuzzCase& c, int show) {
     const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
     fmt::print(text, "  mismatch [{}][{}] (index {}): kernel {} reference {} {}, scales {}\n", row, column, i,
                Bits16(output[i]), Bits16(reference[i]), F16DistanceText(output[i], reference[i]),
-               ScaleClassOfColumn(c, row, column));
+               ScaleClassOfColumn(c, c.scale_bytes, row, column));
     if (shown == 0) {
       ExplainElement(c, Arithmetic{route->variant, model}, reproducing.empty() ? nullptr : &reproducing.front(),
                      model, route->tactic, row, column, output[i], reference[i]);

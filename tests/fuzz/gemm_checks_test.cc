@@ -598,8 +598,9 @@ TEST(DeviceWay, APlantedDefectOfTheDeviceWayIsCaughtBySamplingAsItsOwnFinding) {
   EXPECT_EQ(calls.host, 0);
 }
 
-// The host skips a case's weights exactly where no CPU check needs them (NeedsHostWeights,
-// DecodeForDifferential), and the verdicts and bits are those of the fully materialized case.
+// The host skips the weights of every device-way case (NeedsHostWeights, DecodeForDifferential);
+// the sampled ones materialize the groups with rows for the CPU check; the verdicts and bits are
+// those of the fully materialized case.
 GemmDifferential Skipping(OracleCalls* calls, Defect defect, int cpu_check_every, bool module_takes_recipe_weights,
                           bool admit_all = false) {
   std::vector<std::unique_ptr<GemmModule>> modules;
@@ -617,22 +618,23 @@ std::vector<uint8_t> Encoded(const FuzzCase& c) {
   return bytes.ok() ? *bytes : std::vector<uint8_t>{};
 }
 
-TEST(DeviceWay, TheHostSkipsTheWeightsExactlyWhenNoCpuCheckNeedsThem) {
+TEST(DeviceWay, TheHostSkipsTheWeightsAndTheSampleMaterializesTheGroupsWithRows) {
   OracleCalls calls, full_calls;
   GemmDifferential skipping = Skipping(&calls, Defect::kNone, 4, true);
   GemmDifferential full = Skipping(&full_calls, Defect::kNone, 4, true);
   FuzzCase c, description;
   MaterializationMemo memo;
-  size_t skipped = 0;
+  size_t skipped = 0, sampled = 0;
   for (uint64_t seed = 1; seed <= 64; ++seed) {
     const std::vector<uint8_t> bytes = Encoded(RecipeWeightsCase(seed));
     const absl::StatusOr<bool> skip = DecodeForDifferential(bytes, skipping, c, description, &memo);
     ASSERT_TRUE(skip.ok()) << skip.status();
-    EXPECT_EQ(*skip, !CpuCheckSampled(description, 4)) << seed;
+    EXPECT_TRUE(*skip) << seed;
     EXPECT_EQ(c.packed_codes.empty(), *skip) << seed;
     EXPECT_EQ(c.scale_bytes.empty(), *skip) << seed;
     EXPECT_EQ(c.activations.size(), size_t(c.rows()) * size_t(c.k));
     skipped += *skip;
+    sampled += CpuCheckSampled(description, 4);
     const absl::StatusOr<FuzzCase> whole = DecodeCase(bytes);
     ASSERT_TRUE(whole.ok());
     const CaseEvaluation a = skipping.Evaluate(c), b = full.Evaluate(*whole);
@@ -644,11 +646,12 @@ TEST(DeviceWay, TheHostSkipsTheWeightsExactlyWhenNoCpuCheckNeedsThem) {
       EXPECT_EQ(a.runs[i].reference, b.runs[i].reference) << seed;
     }
   }
-  EXPECT_GT(skipped, 32u);
-  EXPECT_LT(skipped, 64u);
+  EXPECT_EQ(skipped, 64u);
+  EXPECT_GT(sampled, 4u);
+  EXPECT_LT(sampled, 32u);
   EXPECT_EQ(skipping.counters().host_weights_skipped, skipped);
-  EXPECT_EQ(skipping.counters().host_weights_late, 0u) << "a correct kernel needs no late CPU reference";
-  EXPECT_EQ(skipping.counters().cases_cpu_checked, 64u - skipped);
+  EXPECT_EQ(skipping.counters().host_weights_late, sampled) << "a correct kernel needs no other CPU reference";
+  EXPECT_EQ(skipping.counters().cases_cpu_checked, sampled);
   EXPECT_EQ(skipping.counters().oracle_disagreements, 0u);
   EXPECT_EQ(calls.admit, 64) << "every layer admitted by the oracle (no two cases share their scales)";
   EXPECT_EQ(full.counters().host_weights_skipped, 0u);
@@ -691,9 +694,10 @@ TEST(DeviceWay, TheWeightsStayOnTheHostWhereAnythingElseNeedsThem) {
   // A module that does not take recipe codes (an external one, the builtin kernels for now).
   EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1000000, false).NeedsHostWeights(recipes));
   GemmDifferential skipping = Skipping(&calls, Defect::kNone, 1000000, true);
-  EXPECT_EQ(skipping.NeedsHostWeights(recipes), CpuCheckSampled(recipes, 1000000));
+  EXPECT_FALSE(skipping.NeedsHostWeights(recipes));
   EXPECT_TRUE(skipping.NeedsHostWeights(DecodeShapedCase())) << "literal bytes";
-  EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1, true).NeedsHostWeights(recipes)) << "every case sampled";
+  EXPECT_FALSE(Skipping(&calls, Defect::kNone, 1, true).NeedsHostWeights(recipes))
+      << "every case sampled: the groups with rows come later";
   std::vector<std::unique_ptr<GemmModule>> modules;
   modules.push_back(std::make_unique<FakeModule>(Defect::kNone, true));
   GemmDifferential small(std::move(modules), std::make_unique<MaterializingFakeOracle>(&calls));
@@ -718,7 +722,7 @@ TEST(DeviceWay, AKernelDisagreeingOnASkippedCaseIsJudgedOnTheCpuReferenceAfterAl
   ASSERT_EQ(signatures.size(), 1u);
   EXPECT_EQ(signatures[0].rfind("mismatch/fake/ordinary/", 0), 0u) << signatures[0];
   EXPECT_EQ(differential.counters().host_weights_late, 1u);
-  EXPECT_EQ(differential.counters().host_weights_skipped, 0u);
+  EXPECT_EQ(differential.counters().host_weights_skipped, 1u);
   EXPECT_EQ(differential.counters().cases_cpu_checked, 1u) << "confirmed on the CPU before the kernel is judged";
 }
 

@@ -266,6 +266,29 @@ TEST(TensorRecipe, OverridesAreAppliedInOrderOverTheGenerator) {
   EXPECT_EQ(Activations(activations, 8)[3], 0x7C00);
 }
 
+// A group's slice of a layer's codes is that part of the whole layer's bytes: every class, rare
+// codes or not, overrides before, in (at both ends, twice at one index) and after the slice.
+TEST(TensorRecipe, ACodeSliceIsThatPartOfTheWholeTensor) {
+  const uint64_t seed = mxdiff::testing::TestSeed();
+  constexpr size_t kGroupCodes = 64 * 96;  // N 64 x K 96
+  for (ValueClass value_class : {ValueClass::kUniform, ValueClass::kNormal, ValueClass::kSpecials, ValueClass::kNarrow}) {
+    for (int rare_log2 : {0, 3}) {
+      TensorRecipe recipe{value_class, rare_log2, seed + uint64_t(rare_log2), {}};
+      const uint64_t first = 2 * kGroupCodes, last = first + kGroupCodes - 1;
+      recipe.overrides = {{5, 1}, {uint32_t(first), 0xF}, {uint32_t(first + 7), 0x3}, {uint32_t(first + 7), 0x9},
+                          {uint32_t(last), 0x8}, {uint32_t(last + 1), 0x2}};
+      std::vector<uint8_t> whole(4 * kGroupCodes / 2), slice(kGroupCodes / 2);
+      MaterializeCodes(recipe, whole, 1);
+      MaterializeCodeSlice(recipe, first, slice, 1);
+      EXPECT_TRUE(std::equal(slice.begin(), slice.end(), whole.begin() + long(first / 2)))
+          << ValueClassName(value_class) << " rare 2^-" << rare_log2 << " (MXDIFF_SEED=" << seed << ")";
+      EXPECT_EQ(slice.front() & 0xF, 0xF);
+      EXPECT_EQ(slice[3] >> 4, 0x9) << "the later override at one index wins";
+      EXPECT_EQ(slice.back() >> 4, 0x8);
+    }
+  }
+}
+
 TEST(TensorRecipe, SeedsAndKindsAreIndependent) {
   // Equal seeds of two tensors, or neighbouring seeds, must not repeat each other's bits.
   EXPECT_NE(UnitHash(TensorKind::kCodes, 1, 0), UnitHash(TensorKind::kScales, 1, 0));

@@ -465,6 +465,41 @@ echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
                       [r"fuzz_layer: 4 worker\(s\) on 2 GPU\(s\) \(3,1\)"] +
                       [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*on GPU {d}, leak checks off: 1 \(log "
                        for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))], env=on_four))
+    # --mps: one private MPS control daemon per GPU, seeing that GPU alone, started before the
+    # workers and told to quit after them; a worker names its daemon by CUDA_MPS_PIPE_DIRECTORY and
+    # has no CUDA_VISIBLE_DEVICES (MPS clients must not set it). The fake daemon logs its calls.
+    mps_calls = os.path.join(tmp, "mps-calls.txt")
+    write(os.path.join(four_bin, "nvidia-cuda-mps-control"),
+          b'#!/bin/sh\nif [ "$1" = -d ]; then echo "start GPU $CUDA_VISIBLE_DEVICES $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_CALLS"\n'
+          b'else read line; echo "$line $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_CALLS"; fi\n', 0o755)
+    mps_build = os.path.join(tmp, "mps-build")
+    os.makedirs(os.path.join(mps_build, "fuzz"))
+    fake_fuzzer(os.path.join(mps_build, "fuzz", "fuzz_layer"),
+                'echo "fuzz_layer: cannot start: fake, pipe $CUDA_MPS_PIPE_DIRECTORY, devices [${CUDA_VISIBLE_DEVICES-unset}]" >&2; '
+                'exit 2')
+
+    def mps_check(_output, _seconds):
+        calls = open(mps_calls).read().splitlines() if os.path.exists(mps_calls) else []
+        starts = [line for line in calls if line.startswith("start ")]
+        quits = [line for line in calls if line.startswith("quit ")]
+        wanted = [fr"start GPU {d} \S+/mps-gpu{d}/pipe$" for d in (3, 1)]
+        if len(starts) != 2 or not all(re.match(w, s) for w, s in zip(wanted, starts)):
+            return f"expected a daemon for GPU 3 then GPU 1, got {starts}"
+        if sorted(q.split()[1] for q in quits) != sorted(s.split()[3] for s in starts):
+            return f"expected each daemon told to quit, got {quits}"
+        return None
+    cases.append(Case("--mps starts a daemon per GPU for its workers and stops it after them",
+                      campaign + ["--build-dir", mps_build, "--targets", "fuzz_layer", "--time", "1", "--mps",
+                                  "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 3,
+                      [r"fuzz_layer: its workers run under 2 MPS daemon\(s\), one per GPU"] +
+                      [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*pipe \S+/mps-gpu{d}/pipe, devices \[unset\]"
+                       for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))],
+                      env={**on_four, "FAKE_MPS_CALLS": mps_calls}, check=mps_check))
+    cases.append(Case("--mps without nvidia-cuda-mps-control on PATH is a usage error",
+                      campaign + ["--build-dir", placed_build, "--targets", "fuzz_layer", "--time", "1", "--mps",
+                                  "--out", out, "--progress", "0"], 2,
+                      [r"^campaign: --mps: nvidia-cuda-mps-control is not on PATH"], check=one_line,
+                      env={"PATH": fake_bin}))
     # Without --workers-per-gpu the host's cores are divided among the GPUs: one GPU, every core.
     core_count = len(os.sched_getaffinity(0))
     cases.append(Case("GPU workers default to the cores divided among the GPUs",
