@@ -519,7 +519,10 @@ const LayerAdmission& GemmDifferential::Admission(const FuzzCase& c, CaseEvaluat
   if (!recipe || admission_memo_.recipe != recipe || admission_memo_.scale_count != scale_count) {
     absl::StatusOr<LayerAdmission> on_device = absl::UnavailableError("not the device way");
     if (case_.device_way) on_device = device_oracle_->AdmitCase(c);
-    if (!on_device.ok() && case_.device_way) case_.fell_back = true, last_fallback_ = on_device.status().ToString();
+    if (!on_device.ok() && case_.device_way) {  // admitted on the host instead, never unadmitted
+      (on_device.status().code() == absl::StatusCode::kResourceExhausted ? case_.refused : case_.fell_back) = true;
+      last_fallback_ = on_device.status().ToString();
+    }
     admission_memo_.admission = on_device.ok() ? *std::move(on_device) : AdmitLayer(HostScales(c));
     admission_memo_.recipe = recipe;
     admission_memo_.scale_count = scale_count;

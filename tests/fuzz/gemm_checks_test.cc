@@ -418,9 +418,12 @@ struct OracleCalls {
 
 class MaterializingFakeOracle final : public ReferenceOracle {
  public:
-  // flip: a planted defect, one output bit wrong; admit_all: another, every layer admitted.
-  MaterializingFakeOracle(OracleCalls* calls, bool materializes = true, bool flip = false, bool admit_all = false)
-      : calls_(calls), materializes_(materializes), flip_(flip), admit_all_(admit_all) {}
+  // flip: a planted defect, one output bit wrong; admit_all: another, every layer admitted;
+  // admission_error: AdmitCase fails with it.
+  MaterializingFakeOracle(OracleCalls* calls, bool materializes = true, bool flip = false, bool admit_all = false,
+                          absl::Status admission_error = absl::OkStatus())
+      : calls_(calls), materializes_(materializes), flip_(flip), admit_all_(admit_all),
+        admission_error_(std::move(admission_error)) {}
   std::string name() const override { return "fake-device"; }
   absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
                     std::vector<uint16_t>& output) override {
@@ -440,6 +443,7 @@ class MaterializingFakeOracle final : public ReferenceOracle {
   }
   absl::StatusOr<LayerAdmission> AdmitCase(const FuzzCase& c) override {
     ++calls_->admit;
+    if (!admission_error_.ok()) return admission_error_;
     FuzzCase own = c;
     own.scale_bytes.clear();
     MaterializeCase(own);
@@ -449,6 +453,7 @@ class MaterializingFakeOracle final : public ReferenceOracle {
  private:
   OracleCalls* calls_;
   bool materializes_, flip_, admit_all_;
+  absl::Status admission_error_;
 };
 
 // DecodeShapedCase with its codes and scales from recipes (an override among the codes).
@@ -685,6 +690,36 @@ TEST(DeviceWay, AnOracleAdmissionThatDisagreesWithTheHostIsAFindingOnTheSampledC
   EXPECT_GT(sampled_refused, 4u);
   EXPECT_GT(unsampled, 4u);
   EXPECT_EQ(lying.counters().oracle_disagreements, sampled_refused);
+}
+
+// An oracle that cannot admit (out of device memory, or any other error) leaves the admission to
+// the host: the same verdicts, counted as a refused case or a fallback.
+TEST(DeviceWay, AnOracleThatCannotAdmitLeavesTheAdmissionToTheHost) {
+  for (const absl::Status& error : {absl::ResourceExhaustedError("out of memory (planted)"),
+                                    absl::UnavailableError("no device (planted)")}) {
+    OracleCalls calls, full_calls;
+    std::vector<std::unique_ptr<GemmModule>> modules;
+    modules.push_back(std::make_unique<FakeModule>(Defect::kNone, true));
+    OracleSettings settings;
+    settings.device_above_work = 0;
+    settings.cpu_check_every = 1000000;
+    GemmDifferential failing(std::move(modules),
+                             std::make_unique<MaterializingFakeOracle>(&calls, true, false, false, error), settings);
+    GemmDifferential full = Skipping(&full_calls, Defect::kNone, 1000000, true);
+    FuzzCase c, description;
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      FuzzCase refused = RecipeWeightsCase(seed);
+      if (seed % 2 == 0) refused.recipe(TensorKind::kScales)->overrides.push_back({3, 0});  // raw 0: refused
+      refused.scale_bytes.clear();
+      MaterializeCase(refused);
+      ASSERT_TRUE(DecodeForDifferential(Encoded(refused), failing, c, description, nullptr).ok());
+      EXPECT_EQ(Signatures(failing.Evaluate(c)), Signatures(full.Evaluate(refused))) << seed << " " << error;
+    }
+    const bool out_of_memory = error.code() == absl::StatusCode::kResourceExhausted;
+    EXPECT_EQ(failing.counters().device_refused, out_of_memory ? 8u : 0u) << error;
+    EXPECT_EQ(failing.counters().device_fallbacks, out_of_memory ? 0u : 8u) << error;
+    EXPECT_EQ(calls.admit, 8);
+  }
 }
 
 TEST(DeviceWay, TheWeightsStayOnTheHostWhereAnythingElseNeedsThem) {
