@@ -82,16 +82,32 @@ inline constexpr std::string_view kPhaseNames[] = {"decode", "admission", "kerne
 inline constexpr size_t kPhaseCount = std::size(kPhaseNames);
 using PhaseSeconds = std::array<double, kPhaseCount>;
 
-// Adds the seconds from its making to its end to `seconds`.
+// Adds the seconds from its making to its end to `seconds`. A timer made inside another's scope
+// (host scales materialized for the admission) stops the outer one's clock until it ends: no
+// second is counted in two phases.
 class PhaseTimer {
  public:
-  explicit PhaseTimer(double& seconds) : seconds_(seconds), start_(std::chrono::steady_clock::now()) {}
+  explicit PhaseTimer(double& seconds)
+      : seconds_(seconds), outer_(innermost_), start_(std::chrono::steady_clock::now()) {
+    if (outer_ != nullptr) outer_->seconds_ += Seconds(outer_->start_, start_);
+    innermost_ = this;
+  }
   PhaseTimer(const PhaseTimer&) = delete;
   PhaseTimer& operator=(const PhaseTimer&) = delete;
-  ~PhaseTimer() { seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  ~PhaseTimer() {
+    const auto end = std::chrono::steady_clock::now();
+    seconds_ += Seconds(start_, end);
+    innermost_ = outer_;
+    if (outer_ != nullptr) outer_->start_ = end;
+  }
 
  private:
+  static double Seconds(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
+    return std::chrono::duration<double>(to - from).count();
+  }
+  static inline thread_local PhaseTimer* innermost_ = nullptr;
   double& seconds_;
+  PhaseTimer* outer_;
   std::chrono::steady_clock::time_point start_;
 };
 

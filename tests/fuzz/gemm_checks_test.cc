@@ -3,6 +3,7 @@
 // with the reference itself, so every defect below is one the harness alone must catch.
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "fuzz/mutators/case_minimizer.h"
 #include "fuzz/mutators/case_mutator.h"
@@ -759,6 +760,25 @@ TEST(DeviceWay, AKernelDisagreeingOnASkippedCaseIsJudgedOnTheCpuReferenceAfterAl
   EXPECT_EQ(differential.counters().host_weights_late, 1u);
   EXPECT_EQ(differential.counters().host_weights_skipped, 1u);
   EXPECT_EQ(differential.counters().cases_cpu_checked, 1u) << "confirmed on the CPU before the kernel is judged";
+}
+
+// Nested phase timers count each second once: the inner phase's, with the outer clock stopped.
+TEST(PhaseTimer, ANestedTimerStopsTheOuterOnesClock) {
+  double outer = 0, inner = 0;
+  const auto started = std::chrono::steady_clock::now();
+  {
+    PhaseTimer outer_timer(outer);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    {
+      PhaseTimer inner_timer(inner);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_GE(inner, 0.020);
+  EXPECT_GE(outer, 0.004);
+  EXPECT_LE(outer + inner, total) << "outer " << outer << " s, inner " << inner << " s, in " << total << " s";
 }
 
 TEST(DeviceOracle, ShapeClasses) {
