@@ -462,7 +462,8 @@ echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
     cases.append(Case("GPU workers stay on the caller's CUDA_VISIBLE_DEVICES, in turn",
                       campaign + ["--build-dir", placed_build, "--targets", "fuzz_layer", "--time", "1",
                                   "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 3,
-                      [r"fuzz_layer: 4 worker\(s\) on 2 GPU\(s\) \(3,1\)"] +
+                      [r"fuzz_layer: 4 worker\(s\) on 2 GPU\(s\) \(3,1\)",
+                       r"note: fuzz_layer's workers share each GPU without --mps"] +
                       [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*on GPU {d}, leak checks off: 1 \(log "
                        for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))], env=on_four))
     # --mps: one private MPS control daemon per GPU, seeing that GPU alone, started before the
