@@ -183,8 +183,7 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
     }
     // Never a skipped check: the case goes to the CPU reference. No device or no memory is no
     // finding; any other CUDA error is the oracle's own (a sticky one must not be blamed on a kernel).
-    (status.code() == absl::StatusCode::kResourceExhausted ? case_.refused : case_.fell_back) = true;
-    last_fallback_ = status.ToString();
+    NoteDeviceFallback(status);
     entry.bits.clear();
     if (status.code() == absl::StatusCode::kInternal) {
       evaluation.verdicts.push_back({kCheckNames[kDeviceVsCpuCheck], device_oracle_->name(),
@@ -196,6 +195,11 @@ absl::StatusOr<GemmDifferential::ReferenceBits*> GemmDifferential::Reference(con
   case_.on_cpu = true;
   if (absl::Status status = CpuReference(c, entry.options, entry.bits); !status.ok()) return status;
   return &reference_cache_.emplace(key, std::move(entry)).first->second;
+}
+
+void GemmDifferential::NoteDeviceFallback(const absl::Status& status) {
+  (status.code() == absl::StatusCode::kResourceExhausted ? case_.refused : case_.fell_back) = true;
+  last_fallback_ = status.ToString();
 }
 
 GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& c) {
@@ -210,12 +214,12 @@ GroupedProblem GemmDifferential::OracleProblem(const FuzzCase& c) {
     compact_.row_offsets.assign(1, 0);
     compact_.codes.resize(groups.size() * codes);
     compact_.scales.resize(groups.size() * scales);
+    case_.weights_late |= codes_from_recipe;
     for (size_t i = 0; i < groups.size(); ++i) {
       const int g = groups[i];
       compact_.row_offsets.push_back(compact_.row_offsets.back() + c.row_offsets[g + 1] - c.row_offsets[g]);
       const std::span<uint8_t> group_codes(compact_.codes.data() + i * codes, codes);
       if (codes_from_recipe) {
-        case_.weights_late = true;
         MaterializeCodeSlice(*c.recipe(TensorKind::kCodes), uint64_t(g) * codes * 2, group_codes);
       } else {
         std::copy_n(c.packed_codes.begin() + ptrdiff_t(size_t(g) * codes), codes, group_codes.begin());
@@ -518,10 +522,9 @@ const LayerAdmission& GemmDifferential::Admission(const FuzzCase& c, CaseEvaluat
   const size_t scale_count = c.element_count(TensorKind::kScales);
   if (!recipe || admission_memo_.recipe != recipe || admission_memo_.scale_count != scale_count) {
     absl::StatusOr<LayerAdmission> on_device = absl::UnavailableError("not the device way");
-    if (case_.device_way) on_device = device_oracle_->AdmitCase(c);
-    if (!on_device.ok() && case_.device_way) {  // admitted on the host instead, never unadmitted
-      (on_device.status().code() == absl::StatusCode::kResourceExhausted ? case_.refused : case_.fell_back) = true;
-      last_fallback_ = on_device.status().ToString();
+    if (case_.device_way) {
+      on_device = device_oracle_->AdmitCase(c);
+      if (!on_device.ok()) NoteDeviceFallback(on_device.status());  // admitted on the host instead
     }
     admission_memo_.admission = on_device.ok() ? *std::move(on_device) : AdmitLayer(HostScales(c));
     admission_memo_.recipe = recipe;
@@ -548,23 +551,21 @@ const FuzzCase& GemmDifferential::HostCase(const FuzzCase& c) {
   if (!case_.weights_deferred) return c;
   if (!case_.host_case_ready) {
     PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
-    case_.host_case_ready = case_.weights_late = true;
+    case_.weights_late = true;
+    const std::span<const uint8_t> scales = HostScales(c);  // the sample's, where it came first
     host_case_ = c;
+    host_case_.scale_bytes.assign(scales.begin(), scales.end());
     if (host_case_.packed_codes.empty() && c.recipe(TensorKind::kCodes)) {
       host_case_.packed_codes.resize(c.element_count(TensorKind::kCodes) / 2);
       MaterializeCodes(*c.recipe(TensorKind::kCodes), host_case_.packed_codes);
     }
-    if (host_case_.scale_bytes.empty() && c.recipe(TensorKind::kScales)) {
-      host_case_.scale_bytes.resize(c.element_count(TensorKind::kScales));
-      MaterializeScales(*c.recipe(TensorKind::kScales), host_case_.scale_bytes);
-    }
+    case_.host_case_ready = true;
   }
   return host_case_;
 }
 
 std::span<const uint8_t> GemmDifferential::HostScales(const FuzzCase& c) {
   if (!c.scale_bytes.empty() || !c.recipe(TensorKind::kScales)) return c.scale_bytes;
-  if (case_.host_case_ready) return host_case_.scale_bytes;
   if (!case_.scales_late) {
     PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
     case_.scales_late = case_.weights_late = true;

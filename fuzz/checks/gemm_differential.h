@@ -234,6 +234,9 @@ class GemmDifferential {
   GroupedProblem OracleProblem(const FuzzCase& fuzz_case);
   // The case's scale bytes on the host: its own, or (once per case) materialized from the recipe.
   std::span<const uint8_t> HostScales(const FuzzCase& fuzz_case);
+  // The device oracle could not serve this case (the CPU serves it): refused where it ran out of
+  // memory, else a fallback; the reason kept for the report.
+  void NoteDeviceFallback(const absl::Status& status);
   CaseEvaluation EvaluateAll(const FuzzCase& fuzz_case);
   // Runs the module and its checks (below), each a function of its own.
   void EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,

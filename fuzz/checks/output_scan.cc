@@ -6,32 +6,33 @@ namespace mxdiff::fuzz {
 
 bool Unwritten(uint16_t bits) { return bits == kOutputPoison || bits == kRunnerOutputPoison; }
 
-size_t FirstUnwritten(std::span<const uint16_t> output) {
-  constexpr size_t kBlock = 256;  // a block without a poison is one vectorized pass
-  for (size_t begin = 0; begin < output.size(); begin += kBlock) {
-    const size_t end = begin + kBlock < output.size() ? begin + kBlock : output.size();
+namespace {
+
+// The first index where `found` holds, else `size`: each block of 256 is one vectorized pass,
+// searched element by element only where it holds somewhere.
+template <typename Found>
+size_t FirstWhere(size_t size, const Found& found) {
+  constexpr size_t kBlock = 256;
+  for (size_t begin = 0; begin < size; begin += kBlock) {
+    const size_t end = begin + kBlock < size ? begin + kBlock : size;
     bool any = false;
-    for (size_t i = begin; i < end; ++i) any |= Unwritten(output[i]);
+    for (size_t i = begin; i < end; ++i) any |= found(i);
     if (!any) continue;
     for (size_t i = begin; i < end; ++i) {
-      if (Unwritten(output[i])) return i;
+      if (found(i)) return i;
     }
   }
-  return output.size();
+  return size;
+}
+
+}  // namespace
+
+size_t FirstUnwritten(std::span<const uint16_t> output) {
+  return FirstWhere(output.size(), [&](size_t i) { return Unwritten(output[i]); });
 }
 
 size_t FirstWrittenMismatch(std::span<const uint16_t> output, std::span<const uint16_t> reference) {
-  constexpr size_t kBlock = 256;
-  for (size_t begin = 0; begin < output.size(); begin += kBlock) {
-    const size_t end = begin + kBlock < output.size() ? begin + kBlock : output.size();
-    bool any = false;
-    for (size_t i = begin; i < end; ++i) any |= output[i] != reference[i] && !Unwritten(output[i]);
-    if (!any) continue;
-    for (size_t i = begin; i < end; ++i) {
-      if (output[i] != reference[i] && !Unwritten(output[i])) return i;
-    }
-  }
-  return output.size();
+  return FirstWhere(output.size(), [&](size_t i) { return output[i] != reference[i] && !Unwritten(output[i]); });
 }
 
 }  // namespace mxdiff::fuzz

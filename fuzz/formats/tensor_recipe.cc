@@ -240,8 +240,12 @@ inline void SetElement(TensorKind kind, std::span<uint8_t> bytes, uint64_t index
   }
 }
 
-void ApplyOverrides(TensorKind kind, const TensorRecipe& recipe, std::span<uint8_t> bytes) {
-  for (const TensorOverride& o : recipe.overrides) SetElement(kind, bytes, o.index, o.value);
+// The overrides of elements first_element.. (the tensor's slice that `bytes` holds), in order.
+void ApplyOverrides(TensorKind kind, const TensorRecipe& recipe, std::span<uint8_t> bytes,
+                    uint64_t first_element = 0) {
+  for (const TensorOverride& o : recipe.overrides) {
+    if (o.index >= first_element) SetElement(kind, bytes, o.index - first_element, o.value);
+  }
 }
 
 std::span<uint8_t> AsBytes(std::span<uint16_t> values) {
@@ -325,9 +329,7 @@ void MaterializeCodeSlice(const TensorRecipe& recipe, uint64_t first_code, std::
       }
     });
   });
-  for (const TensorOverride& o : recipe.overrides) {
-    if (o.index >= first_code) SetElement(TensorKind::kCodes, packed, o.index - first_code, o.value);
-  }
+  ApplyOverrides(TensorKind::kCodes, recipe, packed, first_code);
 }
 
 namespace {

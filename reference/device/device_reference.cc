@@ -190,16 +190,15 @@ absl::StatusOr<LayerAdmission> DeviceWeights::AdmitScales(size_t max_reported) {
   LayerAdmission verdict;
   for (uint32_t count : chunk_refused) verdict.refused_count += count;
   verdict.admitted = verdict.refused_count == 0;
-  const size_t reported = std::min(max_reported, verdict.refused_count);
   std::vector<uint8_t> chunk_bytes;
-  for (size_t chunk = 0; chunk < chunks && verdict.refused.size() < reported; ++chunk) {
+  for (size_t chunk = 0; chunk < chunks && verdict.refused.size() < max_reported; ++chunk) {
     if (chunk_refused[chunk] == 0) continue;
     const size_t begin = chunk * device_internal::kAdmissionChunk;
     chunk_bytes.resize(std::min(device_internal::kAdmissionChunk, scale_bytes_ - begin));
     MXDIFF_RETURN_IF_ERROR(CudaStatus(
         cudaMemcpy(chunk_bytes.data(), scales_ + begin, chunk_bytes.size(), cudaMemcpyDeviceToHost), "refused bytes"));
-    for (size_t i = 0; i < chunk_bytes.size() && verdict.refused.size() < reported; ++i) {
-      if (!admitted[chunk_bytes[i]]) verdict.refused.push_back({begin + i, chunk_bytes[i]});
+    for (const RefusedScale& refused : AdmitLayer(chunk_bytes, max_reported - verdict.refused.size()).refused) {
+      verdict.refused.push_back({begin + refused.index, refused.raw});
     }
   }
   return verdict;

@@ -433,6 +433,7 @@ def build_cases(opt, tmp):
         Case("campaign --jobs 0", campaign + ["--jobs", "0"], 2, [r"argument --jobs: must be at least 1"]),
         Case("campaign --keep-going=1", campaign + ["--keep-going=1"], 2,
              [r"argument --keep-going: ignored explicit argument '1'"]),
+        Case("campaign --mps=yes", campaign + ["--mps=yes"], 2, [r"argument --mps: ignored explicit argument 'yes'"]),
         Case("campaign --targets ,", campaign + ["--targets", ","], 2, [r"--targets ',' names no target"]),
         Case("campaign --targets bogus", campaign + ["--targets", "bogus"], 2, [r"unknown targets bogus"]),
         Case("campaign --out /etc/passwd", campaign + ["--out", "/etc/passwd"], 2,
