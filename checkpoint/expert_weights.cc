@@ -264,14 +264,13 @@ absl::Status AppendExperts(const Checkpoint& checkpoint, const audit::ByteSource
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint, const audit::ByteSource& source,
-                                                    std::string_view layer, TensorParallel parallel) {
+// Everything LoadMoeLayerWeights checks before it reads a byte: the layer's sizes in `w` and the
+// experts to read, shared expert last.
+absl::StatusOr<std::vector<Expert>> PlanMoeLayer(const Checkpoint& checkpoint, std::string_view layer,
+                                                 TensorParallel parallel, MoeLayerWeights& w) {
   MXDIFF_RETURN_IF_ERROR(CheckTensorParallel(parallel));
   const std::set<int> numbers = ExpertNumbers(checkpoint, layer);
   if (numbers.empty()) return NoRoutedExpertError(checkpoint, layer);
-  MoeLayerWeights w;
   w.layer = std::string(layer);
   w.parallel = parallel;
   w.experts = *numbers.rbegin() + 1;
@@ -287,6 +286,21 @@ absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint
   absl::StatusOr<std::optional<Expert>> shared = FindSharedExpert(checkpoint, layer, w1, w);
   if (!shared.ok()) return shared.status();
   if (*shared) experts->push_back(**std::move(shared));
+  return experts;
+}
+
+}  // namespace
+
+absl::Status CheckMoeLayerWeights(const Checkpoint& checkpoint, std::string_view layer, TensorParallel parallel) {
+  MoeLayerWeights w;
+  return PlanMoeLayer(checkpoint, layer, parallel, w).status();
+}
+
+absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint, const audit::ByteSource& source,
+                                                    std::string_view layer, TensorParallel parallel) {
+  MoeLayerWeights w;
+  absl::StatusOr<std::vector<Expert>> experts = PlanMoeLayer(checkpoint, layer, parallel, w);
+  if (!experts.ok()) return experts.status();
   MXDIFF_RETURN_IF_ERROR(AppendExperts(checkpoint, source, *experts, w));
   return w;
 }

@@ -66,6 +66,9 @@ std::vector<std::string> MoeLayersOf(const audit::Checkpoint& checkpoint);
 // A shared expert that is absent, or not MXFP4 (V4-Flash's is FP8), is not loaded (shared_note).
 absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const audit::Checkpoint& checkpoint, const audit::ByteSource& bytes,
                                                     std::string_view layer, TensorParallel parallel);
+// LoadMoeLayerWeights's errors that its headers decide, reading no tensor's bytes (the gate checks
+// all its input before it runs).
+absl::Status CheckMoeLayerWeights(const audit::Checkpoint& checkpoint, std::string_view layer, TensorParallel parallel);
 // The checkpoint at `paths` (as `mxdiff audit` reads them: files, folders, an index); any error
 // reading its headers is returned.
 absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const std::vector<std::string>& paths, std::string_view layer,

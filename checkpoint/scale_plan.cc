@@ -476,6 +476,50 @@ std::string LayerKey(const std::string& name, const Role& role) {
   return role.kind == LayerKind::kSingle ? name + '\0' : role.layer;
 }
 
+// The routed layer `P.ffn.experts.W13` (or W2) that `P.ffn.shared_experts.W13` (W2) joins.
+std::string RoutedLayerOf(const std::string& shared_layer) {
+  constexpr std::string_view kShared = "ffn.shared_experts.";
+  const size_t at = shared_layer.rfind(kShared);
+  return shared_layer.substr(0, at) + "ffn.experts." + shared_layer.substr(at + kShared.size());
+}
+
+// The MoE layer runs the shared expert as one more group of the routed experts' grouped W13 and
+// W2 (kernels/moe_layer.h; checkpoint/expert_weights.h loads it as the last group), and admission
+// is decided per GEMM: the unit the kernels prepare is routed + shared. So an MXFP4 shared expert's
+// scales join the routed layer of the same MoE layer, as its last group, and a refused byte in
+// it refuses the routed W13 (or W2) the kernels run. Where the loader leaves the shared expert out
+// (its w1 weight is there and not packed codes, as V4-Flash's FP8 one), so does this; without
+// routed experts in the selection (a --pattern), it stays a layer of its own.
+void JoinSharedExperts(const Checkpoint& checkpoint, std::map<std::string, LayerMembers>& members) {
+  std::vector<std::string> shared_keys;
+  for (const auto& [key, layer] : members) {
+    const Role& role = layer.read.empty() ? layer.unread.front().role : layer.read.front().role;
+    if (role.kind == LayerKind::kSharedW13 || role.kind == LayerKind::kSharedW2) shared_keys.push_back(key);
+  }
+  for (const std::string& key : shared_keys) {
+    const auto routed = members.find(RoutedLayerOf(key));
+    if (routed == members.end()) continue;
+    constexpr std::string_view kShared = "ffn.shared_experts.";
+    const std::string w1_weight = key.substr(0, key.rfind(kShared) + kShared.size()) + "w1.weight";
+    const TensorInfo* w1 = checkpoint.Find(w1_weight);
+    if (w1 != nullptr && !IsPackedFp4(w1->dtype)) continue;
+    auto join = [&](Role& role) {
+      role.kind = role.kind == LayerKind::kSharedW2 ? LayerKind::kRoutedW2 : LayerKind::kRoutedW13;
+      role.expert = INT_MAX;  // after every routed expert, as the loader appends it
+      role.layer = routed->first;
+    };
+    for (Member& member : members[key].read) {
+      join(member.role);
+      routed->second.read.push_back(std::move(member));
+    }
+    for (UnreadMember& member : members[key].unread) {
+      join(member.role);
+      routed->second.unread.push_back(std::move(member));
+    }
+    members.erase(key);
+  }
+}
+
 // The members of each kernel layer, in natural order of the keys: the scales read, and the
 // tensors an index names that could not be read, by their names alone (their dtype is not
 // known), so that their layers are refused rather than left out. A copy read from a file the
@@ -494,6 +538,7 @@ std::vector<std::pair<std::string, LayerMembers>> GroupLayerMembers(const Checkp
                                   : !role.weight.empty();
     if (selected) members[LayerKey(name, role)].unread.push_back(UnreadMember{name, std::move(role)});
   }
+  JoinSharedExperts(checkpoint, members);
   std::vector<std::pair<std::string, LayerMembers>> ordered(std::make_move_iterator(members.begin()),
                                                             std::make_move_iterator(members.end()));
   std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return NaturalLess(a.first, b.first); });

@@ -7,7 +7,9 @@
 //   `P.ffn.experts.{e}.w1/w3.scale` of all routed experts e -> `P.ffn.experts.W13` (per expert the
 //       w1 rows, then the w3 rows: the gate then the up half of W13's output row),
 //   `P.ffn.experts.{e}.w2.scale` -> `P.ffn.experts.W2`,
-//   `P.ffn.shared_experts.w1/w3` and `.w2` -> `P.ffn.shared_experts.W13` and `.W2` (one group),
+//   an MXFP4 `P.ffn.shared_experts.w1/w3` and `.w2` -> the last group of those two layers, as the
+//       MoE layer runs it (checkpoint/README.md, "The shared expert"); without routed experts
+//       selected, `P.ffn.shared_experts.W13` and `.W2` (one group),
 //   `P.gate_up_proj_scales` / `P.down_proj_scales` (gpt-oss, experts fused in dim 0) -> `P.W13` / `P.W2`,
 //   any other scale tensor with a packed weight beside it -> a layer of its own.
 // A layer is MXFP4 when its weights are packed 4-bit codes (U8 or I8 bytes of two codes, or F4):

@@ -4,8 +4,8 @@
 // events and synchronizes, so it cannot run inside a CUDA graph capture: a first call made while
 // its stream is being captured runs the untuned fallback instead (and that tactic is baked into
 // the graph), and the shape is tuned at its next call outside a capture. This is how a graph
-// captured first can hold a different tactic from one captured after it (../shared/seed/: the
-// 95 -> 53 us artifact), and why `mxdiff bench --naive --first_use=tune` shows it.
+// captured first can hold a different tactic from one captured after it (tools/bench/README.md:
+// the seed's 95 -> 53 us artifact), and why `mxdiff bench --naive --first_use=tune` shows it.
 //
 // A request with a tactic (the sound bench protocol pins one) passes through untouched: the mode
 // cannot reach it. CUDA-free: the capture probe is injected (CreateTuneOnFirstUseRunner gives the

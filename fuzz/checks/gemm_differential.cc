@@ -300,10 +300,60 @@ absl::Status GemmDifferential::CpuReference(const FuzzCase& c, const ReferenceOp
   return ReferenceGemm(problem, options, bits);
 }
 
+namespace {
+
+// "activations: 3 of 4096 elements changed, the first [17]: 0x0001 -> 0x0000" for each input the
+// kernel changed; "" where it left them all as they were.
+template <typename T>
+void DescribeChange(std::string_view input, const std::vector<T>& before, const std::vector<T>& after,
+                    std::string& text) {
+  if (before == after) return;  // memcmp speed: this runs after every run of an exposing module
+  if (before.size() != after.size()) {
+    text += fmt::format("{}{}: {} elements, now {}", text.empty() ? "" : "; ", input, before.size(), after.size());
+    return;
+  }
+  const size_t first = size_t(std::mismatch(before.begin(), before.end(), after.begin()).first - before.begin());
+  size_t changed = 0;
+  for (size_t i = first; i < before.size(); ++i) changed += before[i] != after[i];
+  text += fmt::format("{}{}: {} of {} elements changed, the first [{}]: 0x{:x} -> 0x{:x}", text.empty() ? "" : "; ",
+                      input, changed, before.size(), first, before[first], after[first]);
+}
+
+}  // namespace
+
 absl::StatusOr<Route> GemmDifferential::RunModule(GemmModule& module, const FuzzCase& c, const Tactic& tactic,
                                                   std::span<uint16_t> output) {
   PhaseTimer timer(counters_.seconds_in(Phase::kKernels));
-  return module.Run(c, tactic, output);
+  if (!module.ExposesHostInputs()) return module.Run(c, tactic, output);
+  // Never the case's own buffers: the reference, the later modules and the next case's
+  // materialization (MaterializationMemo) read them. The copy is made again only after a run
+  // changed it; comparing it with the case after each run names what changed.
+  if (kernel_inputs_of_ != &c) {
+    kernel_inputs_ = c;  // the vectors keep their capacity across cases
+    kernel_inputs_of_ = &c;
+  }
+  absl::StatusOr<Route> route = module.Run(kernel_inputs_, tactic, output);
+  std::string changed;
+  DescribeChange("row_offsets", c.row_offsets, kernel_inputs_.row_offsets, changed);
+  DescribeChange("activations", c.activations, kernel_inputs_.activations, changed);
+  DescribeChange("packed_codes", c.packed_codes, kernel_inputs_.packed_codes, changed);
+  DescribeChange("scale_bytes", c.scale_bytes, kernel_inputs_.scale_bytes, changed);
+  if (!changed.empty()) {
+    kernel_inputs_of_ = nullptr;
+    if (inputs_changed_.empty()) inputs_changed_ = std::move(changed);
+  }
+  return route;
+}
+
+CheckResult GemmDifferential::CheckInputs(const ModuleRun& run) {
+  if (inputs_changed_.empty()) return std::nullopt;
+  CheckResult finding = Finding{fmt::format("abi/{}/inputs-modified", run.module),
+                                fmt::format("{} wrote into its inputs, which it may only read (fuzz/modules/"
+                                            "mxdiff_kernel_abi.h): {}. It ran on a private copy: the reference and "
+                                            "the other checks saw the case as it is",
+                                            run.module, inputs_changed_)};
+  inputs_changed_.clear();
+  return finding;
 }
 
 CheckResult GemmDifferential::CheckHealth(GemmModule& module, const ModuleRun& run) {
@@ -424,11 +474,15 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   run.expected = module.ExpectedRoute(c, run.tactic, admission);
   run.output.assign(size_t(c.rows()) * size_t(c.n), kOutputPoison);
   const FuzzCase& input = module.TakesRecipeWeights() ? c : HostCase(c);  // its weights where it needs them
+  inputs_changed_.clear();
   run.route = RunModule(module, input, run.tactic, run.output);
   auto verdict = [&](size_t check, CheckResult finding) {
     evaluation.verdicts.push_back({kCheckNames[check], run.module, std::move(finding)});
   };
   verdict(kHealthCheck, CheckHealth(module, run));
+  // Whatever the run returned (a kernel may write its inputs and then decline the case).
+  const bool inputs_kept = !module.ExposesHostInputs() || inputs_changed_.empty();
+  if (module.ExposesHostInputs()) verdict(kInputsCheck, CheckInputs(run));
   const absl::StatusCode code = run.route.status().code();
   if (code == absl::StatusCode::kUnimplemented) {
     run.unsupported = true;
@@ -447,12 +501,14 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   CheckResult bits = CheckBits(c, run, evaluation);  // may record device-vs-cpu verdicts first
   verdict(kBitsCheck, std::move(bits));
   verdict(kDeterminismCheck, CheckDeterminism(input, module, run));
+  if (CheckResult rerun = CheckInputs(run); rerun && inputs_kept) verdict(kInputsCheck, std::move(rerun));
   verdict(kHealthCheck, CheckHealth(module, run));
 }
 
 CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c) {
   case_ = CaseOracle{};
   compact_.ready = false;
+  kernel_inputs_of_ = nullptr;  // the same case object may hold another case now
   case_.weights_deferred = (c.packed_codes.empty() && c.recipe(TensorKind::kCodes).has_value() &&
                             c.element_count(TensorKind::kCodes) > 0) ||
                            (c.scale_bytes.empty() && c.recipe(TensorKind::kScales).has_value() &&

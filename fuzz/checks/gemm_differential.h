@@ -9,6 +9,9 @@
 //   determinism   the case again, launched in another tile order where the module has one
 //                 (the raster swizzle, which never changes bits), gives the same route and bits
 //   health        the device is healthy after the case (a sticky CUDA error is a finding)
+//   inputs        a module that gets the case's host buffers (GemmModule::ExposesHostInputs: an
+//                 external kernel) runs on a private copy of them, which must equal the case after
+//                 each run: abi/MODULE/inputs-modified
 //   cross-module  ordinary and folded are bit-identical where folded ran on an admitted layer
 //   device-vs-cpu the device oracle's bits equal the CPU reference's (sampled large cases, and
 //                 every case where a kernel disagrees with the device oracle): oracle/device-vs-cpu;
@@ -39,11 +42,11 @@
 
 namespace mxdiff::fuzz {
 
-inline constexpr std::string_view kCheckNames[] = {"cpu-side",    "route",  "written",      "bits",
-                                                   "determinism", "health", "cross-module", "device-vs-cpu"};
+inline constexpr std::string_view kCheckNames[] = {"cpu-side",    "route",  "written",      "bits",         "determinism",
+                                                   "health",      "inputs", "cross-module", "device-vs-cpu"};
 // Each check's index in kCheckNames: the differential names its verdicts through these.
 inline constexpr size_t kCpuSideCheck = 0, kRouteCheck = 1, kWrittenCheck = 2, kBitsCheck = 3, kDeterminismCheck = 4,
-                        kHealthCheck = 5, kCrossModuleCheck = 6, kDeviceVsCpuCheck = 7;
+                        kHealthCheck = 5, kInputsCheck = 6, kCrossModuleCheck = 7, kDeviceVsCpuCheck = 8;
 
 // Which oracle computes a case's reference.
 struct OracleSettings {
@@ -224,6 +227,8 @@ class GemmDifferential {
   // The CPU reference (of OracleProblem where the host skipped the weights) and a module's run,
   // each timed into its phase.
   absl::Status CpuReference(const FuzzCase& fuzz_case, const ReferenceOptions& options, std::vector<uint16_t>& bits);
+  // A module that exposes the host inputs (GemmModule::ExposesHostInputs) runs on kernel_inputs_,
+  // and what it changed there is kept in inputs_changed_ for CheckInputs.
   absl::StatusOr<Route> RunModule(GemmModule& module, const FuzzCase& fuzz_case, const Tactic& tactic,
                                   std::span<uint16_t> output);
   // The groups with rows alone (an output element reads only its row's group, so the bits are the
@@ -242,6 +247,7 @@ class GemmDifferential {
   void EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,
                       CaseEvaluation& evaluation);
   CheckResult CheckHealth(GemmModule& module, const ModuleRun& run);
+  CheckResult CheckInputs(const ModuleRun& run);
   CheckResult CheckRoute(const FuzzCase& fuzz_case, const ModuleRun& run, const LayerAdmission& admission);
   CheckResult CheckWritten(const FuzzCase& fuzz_case, const ModuleRun& run);
   CheckResult CheckBits(const FuzzCase& fuzz_case, ModuleRun& run, CaseEvaluation& evaluation);
@@ -268,6 +274,11 @@ class GemmDifferential {
     bool scales_late = false;          // host_scales_ holds the case's scales
   } case_;
   FuzzCase host_case_;  // HostCase's copy, reused across cases
+  // The private copy of the inputs a module that exposes them runs on (RunModule), reused across
+  // cases; kernel_inputs_of_ is the case it equals, null once a run changed it or a case ends.
+  FuzzCase kernel_inputs_;
+  const FuzzCase* kernel_inputs_of_ = nullptr;
+  std::string inputs_changed_;  // what the module's runs changed in kernel_inputs_ ("": nothing)
   std::vector<uint8_t> host_scales_;  // HostScales' bytes, reused across cases
   struct AdmissionMemo {
     std::optional<TensorRecipe> recipe;  // of the scales last admitted; none: they were bytes

@@ -109,6 +109,38 @@ absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<cons
   return base + ".case";
 }
 
+namespace {
+
+const char* RunningInputPath() {
+  const char* path = std::getenv("MXDIFF_RUNNING_INPUT");
+  return path != nullptr && *path != '\0' ? path : nullptr;
+}
+
+}  // namespace
+
+void MarkRunningInput(std::span<const uint8_t> input, std::string_view what) {
+  const char* path = RunningInputPath();
+  if (path == nullptr) return;
+  const std::string text = fmt::format("{}\n", what);
+  absl::Status status = WriteFile(std::string(path) + ".txt", std::span<const uint8_t>(
+                                                                  reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  if (status.ok()) status = WriteFile(path, input);
+  static bool said = false;
+  if (!status.ok() && !said) {
+    said = true;
+    fmt::print(stderr, "==mxdiff== MXDIFF_RUNNING_INPUT: {} (a crash now is reported without its input)\n",
+               std::string(status.message()));
+  }
+}
+
+void ClearRunningInput() {
+  const char* path = RunningInputPath();
+  if (path == nullptr) return;
+  std::error_code ignored;  // nothing there is fine: nothing was left to report
+  std::filesystem::remove(path, ignored);
+  std::filesystem::remove(std::string(path) + ".txt", ignored);
+}
+
 bool KeepGoing() {
   static const bool keep_going = [] {
     const char* value = std::getenv("MXDIFF_KEEP_GOING");

@@ -59,6 +59,16 @@ std::string SignatureStem(std::string_view signature);
 absl::StatusOr<std::string> WriteFinding(std::string_view target, std::span<const uint8_t> input,
                                          const Finding& finding, const InputHistory* history = nullptr);
 
+// The input this process runs outside libFuzzer's loop (fuzz_gemm's known cases, run in
+// LLVMFuzzerInitialize, where libFuzzer's crash handler is not yet installed and writes no input):
+// written to the file MXDIFF_RUNNING_INPUT names (the campaign names one per worker) before it
+// runs, with PATH.txt saying what it is, and removed by ClearRunningInput once the inputs ran. A
+// crash leaves it there: the campaign reports it as the input that crashed. Without the variable
+// nothing is written. A file that cannot be written is said once on stderr (the crash is still
+// reported, without its input).
+void MarkRunningInput(std::span<const uint8_t> input, std::string_view what);
+void ClearRunningInput();
+
 // MXDIFF_KEEP_GOING=1 (the campaign's --keep-going): a finding is written and the worker fuzzes on,
 // so a kernel that deviates from the contract in one way is still searched for the others.
 bool KeepGoing();

@@ -121,7 +121,11 @@ class ReproSession {
   virtual absl::Status Minimize(const std::string& path, const TargetFinding& finding);
   // --json (ReproParts::json): every check's verdict on the input Explain saw.
   virtual std::vector<ReproCheckVerdict> CheckVerdicts() const { return {}; }
-  // The closing line of repro FILE, after --minimize and --emit: "reproduced clean" or the count.
+  // The modules that declined the input Explain saw (MXDIFF_KERNEL_UNSUPPORTED, or out of memory):
+  // nothing of theirs was compared, so a case without findings is not clean but not checked (exit 3).
+  virtual std::vector<std::string> Declined() const { return {}; }
+  // The closing line of repro FILE, after --minimize and --emit: "reproduced clean", "not checked:
+  // the module ... declined this case", or the count of findings.
   virtual void Conclude(const std::vector<TargetFinding>& findings);
 
  protected:

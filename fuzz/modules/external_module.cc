@@ -2,8 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
+#include "absl/strings/escaping.h"
 #include "fmt/format.h"
 #include "fuzz/modules/mxdiff_kernel_abi.h"
 #include "reference/admission.h"
@@ -21,6 +24,7 @@ class ExternalModule final : public GemmModule {
   std::string name() const override { return fmt::format("ext-{}", kernel_->name); }
   std::optional<StepModel> model() const override { return std::nullopt; }
   Tactic MapTactic(const FuzzCase& c) const override { return c.tactic; }
+  bool ExposesHostInputs() const override { return true; }  // the ABI hands over host pointers
 
   // The harness routes for the external kernel by the rules of kernels/route.h, as if both
   // variants of the case's tactic were instantiated; the kernel computes what the route says.
@@ -63,6 +67,14 @@ class ExternalModule final : public GemmModule {
   const mxdiff_kernel* kernel_;
 };
 
+// The name becomes part of signatures, file names and the stats file's "name value" lines.
+bool FileNameSafe(std::string_view name) {
+  return name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char ch) {
+           return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                  ch == '_' || ch == '-';
+         });
+}
+
 }  // namespace
 
 std::string_view KernelFailureKind(std::string_view message) {
@@ -103,6 +115,9 @@ absl::StatusOr<std::unique_ptr<GemmModule>> LoadExternalModule(const std::string
     problem = fmt::format("ABI version {}, this build speaks {}", kernel->abi_version, MXDIFF_KERNEL_ABI_VERSION);
   else if (kernel->run == nullptr || kernel->name == nullptr || *kernel->name == '\0')
     problem = "descriptor without a name or run function";
+  else if (!FileNameSafe(kernel->name))
+    problem = fmt::format("kernel name \"{}\" is not file-name safe ([A-Za-z0-9._-], at most 64): it names "
+                          "findings and the campaign's counts", absl::CHexEscape(kernel->name));
   if (!problem.empty()) {
     dlclose(handle);
     return absl::FailedPreconditionError(fmt::format("external kernel {}: {}", library_path, problem));

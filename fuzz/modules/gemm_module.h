@@ -47,6 +47,13 @@ class GemmModule {
   // device). Every other module is handed the case with its weights materialized on the host.
   virtual bool TakesRecipeWeights() const { return false; }
 
+  // Whether Run hands the case's host buffers to code that could write into them (an external
+  // library gets const pointers, which it can cast away). The differential then runs it on a
+  // private copy of the inputs, so the reference never reads what the module wrote, and compares
+  // the copy with the case after each run (the `inputs` check). The builtin modules do not: their
+  // kernels read the inputs only from device buffers the runner copies them into.
+  virtual bool ExposesHostInputs() const { return false; }
+
   // The same tactic launched in another tile order (bits must not change), for the
   // determinism rerun; nullopt where the module has no other order.
   virtual std::optional<Tactic> ReorderedTactic(const Tactic&) const { return std::nullopt; }

@@ -20,6 +20,11 @@
  * MXDIFF_KERNEL_UNSUPPORTED: that is not a finding. MXDIFF_KERNEL_FAILED is one, as is any
  * output bit that differs from the reference.
  *
+ * The inputs (row_offsets, activations, packed_codes, scale_bytes) are read-only, whatever a cast
+ * allows: fuzz_gemm and repro hand the kernel a private copy, compare it with the case after the
+ * call, and a kernel that wrote into it is a finding of its own (abi/ext-NAME/inputs-modified);
+ * the reference is computed from the case, never from what the kernel saw.
+ *
  * The library must not keep pointers past the call and must be callable again with the same
  * inputs (fuzz_gemm runs every case twice to check determinism). Version: a library built
  * against another MXDIFF_KERNEL_ABI_VERSION is refused at load time.

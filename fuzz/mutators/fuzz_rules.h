@@ -1,6 +1,6 @@
-// Rules more than one fuzz target needs, written once here (../shared/docs/RULES-TYPED-TWICE.md
-// lists where they were typed twice): the interesting tile sizes and the rule that maps a tactic
-// the builtin kernels do not instantiate onto one they do.
+// Rules more than one fuzz target needs, written once here (fuzz/mutators/README.md), so that no
+// module or check types them a second time: the interesting tile sizes and the rule that maps a
+// tactic the builtin kernels do not instantiate onto one they do.
 #pragma once
 
 #include <span>

@@ -16,6 +16,7 @@
 #include "fuzz/driver/findings.h"
 #include "fuzz/driver/fuzz_target.h"
 #include "fuzz/formats/case_format.h"
+#include "fuzz/modules/external_module.h"
 #include "fuzz/modules/module_loader.h"
 #include "fuzz/modules/reference_oracle.h"
 #include "fuzz/mutators/case_minimizer.h"
@@ -205,7 +206,15 @@ std::vector<TargetFinding> CpuTargetFindings(std::span<const uint8_t> bytes, boo
 
 // fuzz_gemm's modules as the flags select them. A device that matches no step model is a finding
 // of its own (appended to `findings`): nothing it computes can be judged, so no module is loaded.
+// A library that is not a kernel (no entry, another ABI, a null descriptor) is bad input, checked
+// before anything else: its FailedPrecondition is never the device's calibration refusal.
 absl::StatusOr<LoadedModules> LoadSelectedModules(const ReproOptions& options, std::vector<TargetFinding>& findings) {
+  if (!options.external.empty()) {
+    const absl::StatusOr<std::unique_ptr<GemmModule>> external = LoadExternalModule(options.external);
+    if (!external.ok()) {
+      return absl::InvalidArgumentError(fmt::format("--external: {}", std::string(external.status().message())));
+    }
+  }
   const ModuleSelection selection{options.modules, options.disable_modules, options.external};
   absl::StatusOr<LoadedModules> loaded = LoadModules(selection);
   if (!loaded.ok() && loaded.status().code() == absl::StatusCode::kFailedPrecondition) {
@@ -245,13 +254,16 @@ class CaseRepro : public ReproSession {
     if (!decoded.ok()) return absl::InvalidArgumentError(fmt::format("{} is not a valid case: {}", path, decoded.status().ToString()));
     case_ = *std::move(decoded);
     const FuzzCase& c = *case_;
+    // The modules first: one that cannot load is bad input before anything runs or is printed.
+    std::vector<TargetFinding> calibration;
+    const absl::StatusOr<std::string> report = Open(calibration);
+    if (!report.ok()) return report.status();
     fmt::print(text, "{}\n{}", path, DescribeCase(c));
     const LayerAdmission admission = AdmitLayer(c.scale_bytes);
     fmt::print(text, "  admission: {}\n\n", admission.Describe());
     std::vector<TargetFinding> findings = CpuTargetFindings(input, /*print=*/true);
+    findings.insert(findings.end(), calibration.begin(), calibration.end());
     PrintRegistryRoute(c, admission);
-    const absl::StatusOr<std::string> report = Open(findings);
-    if (!report.ok()) return report.status();
     fmt::print(text, "\n{}", *report);
     evaluation_ = differential_->Evaluate(c);
     fmt::print(text, "fuzz_gemm checks{}:\n",
@@ -305,6 +317,14 @@ class CaseRepro : public ReproSession {
                result.accepted, result.evaluations, result.exhausted ? ", budget spent" : "", out,
                DescribeCase(result.minimized));
     return absl::OkStatus();
+  }
+
+  std::vector<std::string> Declined() const override {
+    std::vector<std::string> declined;
+    for (const ModuleRun& run : evaluation_.runs) {
+      if (run.unsupported) declined.push_back(run.module);
+    }
+    return declined;
   }
 
   std::vector<ReproCheckVerdict> CheckVerdicts() const override {

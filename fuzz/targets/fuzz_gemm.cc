@@ -7,8 +7,9 @@
 // The reference of a large case comes from the device reference where there is one, checked on the
 // CPU for 1 in `--cpu-check-every=N` of them (MXDIFF_CPU_CHECK_EVERY; default 16; 1: every one;
 // 0: no device reference, every case on the CPU). MXDIFF_STATS_FILE=PATH: the counters of what was
-// compared (cases per shape class, output elements, CPU- and device-judged cases, fallbacks),
-// rewritten once a second, for the campaign's report.
+// compared (cases per shape class, output elements, CPU- and device-judged cases, fallbacks, and per
+// module the cases it declined), rewritten once a second, for the campaign's report.
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -33,16 +34,56 @@ using namespace mxdiff::fuzz;
 
 std::unique_ptr<GemmDifferential> differential;
 
+// Each known case is marked as the running input first (MarkRunningInput): libFuzzer's crash handler
+// is not installed yet, so a kernel that crashes here would otherwise leave no input behind.
 void RunKnownCases() {
-  for (const FuzzCase& known : KnownCases()) {
+  const std::vector<FuzzCase> known_cases = KnownCases();
+  for (size_t i = 0; i < known_cases.size(); ++i) {
+    const FuzzCase& known = known_cases[i];
+    absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(known);
+    const std::vector<uint8_t> input = bytes.ok() ? *std::move(bytes) : std::vector<uint8_t>{};
+    MarkRunningInput(input, fmt::format("known case {} of {} (fuzz/checks/known_cases.h), run by fuzz_gemm's "
+                                        "LLVMFuzzerInitialize before fuzzing",
+                                        i + 1, known_cases.size()));
     if (CheckResult finding = differential->CheckCase(known)) {
-      absl::StatusOr<std::vector<uint8_t>> bytes = EncodeCase(known);
-      ReportFinding("fuzz_gemm", bytes.ok() ? *bytes : std::vector<uint8_t>{}, *finding, [&] {
+      ClearRunningInput();  // a finding, written with its input below: not a crash
+      ReportFinding("fuzz_gemm", input, *finding, [&] {
         differential->ForgetState();
         return differential->CheckCase(known);
       }, nullptr);
     }
   }
+  ClearRunningInput();
+}
+
+// Per module, the fuzzed cases it was given, those it declined (MXDIFF_KERNEL_UNSUPPORTED, or out of
+// memory) and those whose output was compared (it ran a route: not declined, not refused by the
+// dispatch rules): a module that compared nothing was not fuzzed, says the campaign. Written to the
+// stats file as "module_runs_<name> N", "module_declined_<name> N" and "module_compared_<name> N".
+struct ModuleTally {
+  std::string name;
+  size_t runs = 0, declined = 0, compared = 0;
+};
+std::vector<ModuleTally> module_tallies;
+
+void TallyModules(const CaseEvaluation& evaluation) {
+  for (const ModuleRun& run : evaluation.runs) {
+    auto tally = std::find_if(module_tallies.begin(), module_tallies.end(),
+                              [&](const ModuleTally& t) { return t.name == run.module; });
+    if (tally == module_tallies.end()) tally = module_tallies.insert(module_tallies.end(), ModuleTally{run.module});
+    ++tally->runs;
+    tally->declined += run.unsupported;
+    tally->compared += !run.unsupported && run.route.ok();
+  }
+}
+
+std::string ModuleTallyText() {
+  std::string text;
+  for (const ModuleTally& t : module_tallies) {
+    text += fmt::format("module_runs_{0} {1}\nmodule_declined_{0} {2}\nmodule_compared_{0} {3}\n", t.name, t.runs,
+                        t.declined, t.compared);
+  }
+  return text;
 }
 
 // MXDIFF_STATS_FILE: the differential's counters (CountersText) and the seconds since the first
@@ -57,8 +98,8 @@ void WriteStats(bool now) {
   last = clock;
   const std::string temporary = std::string(path) + ".tmp";
   if (std::FILE* file = std::fopen(temporary.c_str(), "w")) {
-    fmt::print(file, "{}device_oracle {:d}\nseconds {:.1f}\n", CountersText(differential->counters()),
-               differential->device_oracle() != nullptr,
+    fmt::print(file, "{}{}device_oracle {:d}\nseconds {:.1f}\n", CountersText(differential->counters()),
+               ModuleTallyText(), differential->device_oracle() != nullptr,
                std::chrono::duration<double>(clock - started).count());
     std::fclose(file);
     std::rename(temporary.c_str(), path);
@@ -119,7 +160,9 @@ void Initialize(std::span<const std::string_view> args) {
 // The findings of the differential's named checks (kCheckNames): every check runs, every finding is kept.
 std::vector<Finding> Evaluate(const FuzzCase& c) {
   std::vector<Finding> findings;
-  for (const CheckVerdict& verdict : differential->Evaluate(c).verdicts) {
+  const CaseEvaluation evaluation = differential->Evaluate(c);
+  TallyModules(evaluation);
+  for (const CheckVerdict& verdict : evaluation.verdicts) {
     if (verdict.finding) findings.push_back(*verdict.finding);
   }
   WriteStats(false);

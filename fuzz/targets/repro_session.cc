@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "fuzz/driver/findings.h"
 #include "fuzz/driver/fuzz_target.h"
@@ -15,8 +16,16 @@ absl::Status ReproSession::Minimize(const std::string& /*path*/, const TargetFin
 }
 
 void ReproSession::Conclude(const std::vector<TargetFinding>& findings) {
-  fmt::print(options_.text, "\n{}\n",
-             findings.empty() ? "reproduced clean" : fmt::format("{} finding(s) reproduced", findings.size()));
+  const std::vector<std::string> declined = Declined();
+  std::string verdict = fmt::format("{} finding(s) reproduced", findings.size());
+  if (findings.empty() && declined.empty()) verdict = "reproduced clean";
+  if (findings.empty() && !declined.empty()) {
+    verdict = fmt::format("not checked: the module{} {} declined this case (MXDIFF_KERNEL_UNSUPPORTED or out of "
+                          "memory): nothing of {} was compared, so the case is not clean (exit 3)",
+                          declined.size() > 1 ? "s" : "", absl::StrJoin(declined, ", "),
+                          declined.size() > 1 ? "theirs" : "its");
+  }
+  fmt::print(options_.text, "\n{}\n", verdict);
 }
 
 namespace {

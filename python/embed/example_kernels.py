@@ -3,7 +3,9 @@
 `reference` is the Python counterpart of the C ABI's example kernel
 (fuzz/modules/example_external_kernel.cc): the C++ reference through the package, one thread, so
 the two differ only by the way in (C ABI vs embedded Python): the benchmark measures that."""
-import time
+import ctypes
+import itertools
+import sys
 
 import numpy as np
 
@@ -29,5 +31,28 @@ def wrong_shape(a, codes, scales, row_offsets):
 
 
 def hangs(a, codes, scales, row_offsets):
+    while True:  # pure Python that never lets go of the GIL by itself
+        pass
+
+
+def hangs_in_numpy(a, codes, scales, row_offsets):
+    total = np.zeros(a.shape[1], np.float32)
     while True:
-        time.sleep(0)  # pure Python: the watchdog's TimeoutError lands here
+        total += a[0].astype(np.float32)
+
+
+def hangs_in_native_code(a, codes, scales, row_offsets):
+    return sum(itertools.repeat(0))  # one C call that holds the GIL and never checks for exceptions
+
+
+def exits(a, codes, scales, row_offsets):
+    sys.exit(0)
+
+
+def flushes_in_place(a, codes, scales, row_offsets, transform, model, cta_k, splits):
+    """Flushes subnormal activations in its input (through a raw pointer: no flag stops it), then
+    computes correctly on what it wrote: only a reference that never reads the kernel's buffers
+    finds it."""
+    flushed = np.where(np.abs(a.astype(np.float32)) < 2.0 ** -14, np.float16(0), a)
+    ctypes.memmove(a.ctypes.data, flushed.ctypes.data, a.nbytes)
+    return reference(a, codes, scales, row_offsets, transform, model, cta_k, splits)

@@ -1,16 +1,18 @@
 /* libmxdiff_python_kernel.so: an external kernel (fuzz/modules/mxdiff_kernel_abi.h) that runs a
  * Python kernel by embedding CPython (python/README.md, "Under the fuzzer"). Each case's host
  * buffers become read-only NumPy views (no copies) handed to mxdiff.embed.run_case, which calls
- * MXDIFF_PYTHON=module:function and returns the fp16 bits or a failure (python/raised,
- * python/shape, python/timeout, python/bound, python/specials).
+ * MXDIFF_PYTHON=module:function on copies of them and returns the fp16 bits or a failure
+ * (python/raised, python/shape, python/inputs-modified, python/timeout, python/bound, python/specials).
  *
  * MXDIFF_PYTHON_TIMEOUT=SECONDS (default 60): a watchdog thread makes a kernel still running past
- * it raise TimeoutError at its next Python instruction (a pending call); a kernel stuck in native
- * code is left to libFuzzer's own -timeout. MXDIFF_PYTHON_PATH: folders put first on sys.path
- * (the working folder is always there). */
+ * it raise mxdiff.embed.KernelTimeout (python/timeout) in its own thread, pure-Python loops
+ * included; a kernel still not back kGraceSeconds later (stuck in native code) ends the process
+ * as a python/timeout finding (exit). MXDIFF_PYTHON_PATH: folders put first on sys.path (the
+ * working folder is always there). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,8 @@ static PyObject* g_frombuffer;
 static int g_init_done;
 static char g_init_error[400];
 static PyThreadState* g_saved;
+static PyObject* g_timeout_type; /* mxdiff.embed.KernelTimeout */
+static char g_report_folder[1024]; /* mxdiff.embed._report_folder(), for a call that never returns */
 
 /* The watchdog: one call at a time (the ABI's callers run cases one after another). */
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -33,17 +37,64 @@ static int g_call_active;
 static struct timespec g_deadline;
 static double g_timeout_s = 60.0;
 static unsigned long g_timed_out_call;
+static unsigned long g_kernel_thread; /* PyThread_get_thread_ident() of the thread in the call */
+/* How long past the limit a kernel may take to come back to Python once interrupted. */
+static const double kGraceSeconds = 5.0;
 
-static int raise_timeout(void* arg) {
-  unsigned long id = (unsigned long)(size_t)arg;
+static void add_seconds(struct timespec* t, double seconds) {
+  t->tv_sec += (time_t)seconds;
+  t->tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+  if (t->tv_nsec >= 1000000000L) {
+    t->tv_sec += 1;
+    t->tv_nsec -= 1000000000L;
+  }
+}
+
+/* Raises KernelTimeout in the kernel's thread. On a thread of its own: taking the GIL waits until
+ * the kernel's thread lets it go, which a pure-Python loop does every switch interval (so this
+ * works on every CPython, unlike Py_AddPendingCall, which a thread that is not the main one does
+ * not make the main thread look at before 3.12), and native code holding it never does. Lock
+ * order: the GIL, then g_mutex (the call's thread takes g_mutex with the GIL held, too). */
+static void* interrupt_kernel(void* arg) {
+  const unsigned long id = (unsigned long)(size_t)arg;
+  PyGILState_STATE gil = PyGILState_Ensure();
   pthread_mutex_lock(&g_mutex);
-  const int still = g_call_active && g_call_id == id;
+  if (g_call_active && g_call_id == id) PyThreadState_SetAsyncExc(g_kernel_thread, g_timeout_type);
   pthread_mutex_unlock(&g_mutex);
-  if (!still) return 0;
-  char text[96];
-  snprintf(text, sizeof text, "MXDIFF_PYTHON_TIMEOUT: the kernel ran past %g s", g_timeout_s);
-  PyErr_SetString(PyExc_TimeoutError, text);
-  return -1;
+  PyGILState_Release(gil);
+  return NULL;
+}
+
+/* The kernel did not come back from native code: the case cannot end, so the process does, as a
+ * python/timeout finding. exit(), not _exit(): the harness's output is flushed, and under libFuzzer
+ * its exit handler keeps the input as a crash artifact. */
+static void end_stuck_call(void) {
+  char path[1200] = "";
+  char text[300];
+  snprintf(text, sizeof text,
+           "python/timeout: the kernel ran past MXDIFF_PYTHON_TIMEOUT=%g s and did not return to Python %g s "
+           "later (stuck in native code, which cannot be interrupted): the process ends here",
+           g_timeout_s, kGraceSeconds);
+  if (g_report_folder[0]) {
+    snprintf(path, sizeof path, "%s/python.timeout.native.txt", g_report_folder);
+    FILE* report = fopen(path, "w");
+    if (report) {
+      fprintf(report, "%s\n", text);
+      fclose(report);
+    } else {
+      path[0] = 0;
+    }
+  }
+  fprintf(stderr, "%s%s%s%s\n", text, path[0] ? " (full report: " : "", path, path[0] ? ")" : "");
+  fflush(stderr);
+  exit(1); /* kExitCheckFailed (reference/exit_status.h): a finding */
+}
+
+/* Waits on g_cond until the call `id` ends or `until` passes; with g_mutex held. 1 if still running. */
+static int still_running_at(unsigned long id, const struct timespec* until) {
+  int rc = 0;
+  while (g_call_active && g_call_id == id && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&g_cond, &g_mutex, until);
+  return g_call_active && g_call_id == id;
 }
 
 static void* watchdog(void* unused) {
@@ -52,15 +103,19 @@ static void* watchdog(void* unused) {
   for (;;) {
     while (!g_call_active) pthread_cond_wait(&g_cond, &g_mutex);
     const unsigned long id = g_call_id;
-    const int rc = pthread_cond_timedwait(&g_cond, &g_mutex, &g_deadline);
-    if (rc != 0 && g_call_active && g_call_id == id && g_timed_out_call != id) {
-      g_timed_out_call = id;
-      Py_AddPendingCall(raise_timeout, (void*)(size_t)id);
-    }
+    if (!still_running_at(id, &g_deadline)) continue;
+    g_timed_out_call = id;
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, interrupt_kernel, (void*)(size_t)id) == 0) pthread_detach(thread);
+    struct timespec last = g_deadline;
+    add_seconds(&last, kGraceSeconds);
+    if (still_running_at(id, &last)) end_stuck_call();
   }
   return NULL;
 }
 
+/* The pending error as "Type: text" into `out` (cleared; its traceback on stderr). PyErr_Display,
+ * not PyErr_Print: PyErr_Print ends the process on a SystemExit. */
 static void python_error_text(char* out, size_t size) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
@@ -69,8 +124,11 @@ static void python_error_text(char* out, size_t size) {
   const char* utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
   snprintf(out, size, "%s: %s", type ? ((PyTypeObject*)type)->tp_name : "error", utf8 ? utf8 : "?");
   Py_XDECREF(text);
-  PyErr_Restore(type, value, tb);
-  PyErr_Print(); /* the traceback, on stderr */
+  PyErr_Clear();
+  if (type) PyErr_Display(type, value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
 }
 
 /* Called with the GIL held. */
@@ -99,11 +157,19 @@ static int initialize(void) {
   }
   g_run_case = PyObject_GetAttrString(embed, "run_case");
   g_frombuffer = PyObject_GetAttrString(numpy, "frombuffer");
+  g_timeout_type = PyObject_GetAttrString(embed, "KernelTimeout");
+  PyObject* limit = PyFloat_FromDouble(g_timeout_s);
+  const int limit_set = limit ? PyObject_SetAttrString(embed, "timeout_seconds", limit) : -1;
+  Py_XDECREF(limit);
+  PyObject* folder = PyObject_CallMethod(embed, "_report_folder", NULL);
+  const char* folder_text = folder ? PyUnicode_AsUTF8(folder) : NULL;
+  if (folder_text) snprintf(g_report_folder, sizeof g_report_folder, "%s", folder_text);
+  Py_XDECREF(folder);
   Py_DECREF(kernel);
   Py_DECREF(load);
   Py_DECREF(numpy);
   Py_DECREF(embed);
-  if (!g_run_case || !g_frombuffer) {
+  if (!g_run_case || !g_frombuffer || !g_timeout_type || limit_set != 0 || !folder_text) {
     python_error_text(g_init_error, sizeof g_init_error);
     return -1;
   }
@@ -162,21 +228,26 @@ static PyObject* call_with_deadline(const mxdiff_problem* p, PyObject* a, PyObje
   pthread_mutex_lock(&g_mutex);
   ++g_call_id;
   g_call_active = 1;
+  g_kernel_thread = PyThread_get_thread_ident();
   clock_gettime(CLOCK_REALTIME, &g_deadline);
-  g_deadline.tv_sec += (time_t)g_timeout_s;
-  g_deadline.tv_nsec += (long)((g_timeout_s - (double)(time_t)g_timeout_s) * 1e9);
-  if (g_deadline.tv_nsec >= 1000000000L) {
-    g_deadline.tv_sec += 1;
-    g_deadline.tv_nsec -= 1000000000L;
-  }
+  add_seconds(&g_deadline, g_timeout_s);
   pthread_cond_broadcast(&g_cond);
   pthread_mutex_unlock(&g_mutex);
   PyObject* result = PyObject_CallFunction(g_run_case, "OOOOiiii", a, codes, scales, offsets, p->transform,
                                            p->step_model, p->cta_k, p->splits);
   pthread_mutex_lock(&g_mutex);
   g_call_active = 0;
+  const int timed_out = g_timed_out_call == g_call_id;
   pthread_cond_broadcast(&g_cond);
   pthread_mutex_unlock(&g_mutex);
+  /* An interruption that came after the kernel's own code would fire in the next case: take it
+   * back (with the GIL held, the interrupter has either set it by now or will find the call over). */
+  if (timed_out) PyThreadState_SetAsyncExc(g_kernel_thread, NULL);
+  if (!result && timed_out && PyErr_ExceptionMatches(g_timeout_type)) {
+    /* It landed in run_case outside the kernel's call: still the kernel's timeout. */
+    PyErr_Clear();
+    return Py_BuildValue("(is)", 2, "python/timeout: the kernel ran past MXDIFF_PYTHON_TIMEOUT");
+  }
   return result;
 }
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import operator
 import os
+import shlex
 import tempfile
 import traceback as _traceback
 from typing import Callable, Iterable, Optional, Sequence
@@ -21,11 +23,33 @@ __all__ = [
     "spec_deviations_of_column", "activation_specials_of_row",
     "explain_element", "admit", "audit",
     "fold_admitted_set", "admission_rule_version", "reference_gemm", "model_error_bound",
-    "read_case", "decode_case", "generate_case", "generate_cases", "write_case", "check",
+    "read_case", "read_case_bytes", "decode_case", "generate_case", "generate_cases", "write_case", "check",
 ]
 
 TRANSFORMS = ("ordinary", "folded")
 MODELS = ("v100", "sm90-emulated", "sm90-emulated-ftz", "exact")
+
+
+def _integer(name: str, value, bits: int, signed: bool = True, low: Optional[int] = None,
+             high: Optional[int] = None) -> int:
+    """`value` as a Python int that fits the C++ parameter it is passed to (`bits` wide): an
+    OverflowError naming the argument and its range, never nanobind's anonymous TypeError (or a
+    silent wrap to another value)."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+    if low is None:
+        low = -(1 << (bits - 1)) if signed else 0
+    if high is None:
+        high = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    if not low <= number <= high:
+        raise OverflowError(f"{name}={number} is out of range: an integer in [{low}, {high}]")
+    return number
+
+
+def _int32(name: str, value) -> int:
+    return _integer(name, value, 32)
 
 
 def _is_torch(x) -> bool:
@@ -104,7 +128,7 @@ def dequantize(transform: str, codes, scales) -> np.ndarray:
 
 def prepared_scale(transform: str, raw: int) -> int:
     """The fp16 bits a raw scale byte is prepared into (reference/transform.h)."""
-    return _core.prepared_scale(transform, raw)
+    return _core.prepared_scale(transform, _integer("raw", raw, 8, signed=False))
 
 
 def transform_table(transform: str = "ordinary") -> np.ndarray:
@@ -124,7 +148,11 @@ def spec_deviation_names() -> list:
 
 fold_admitted_set = _core.fold_admitted_set
 admission_rule_version = _core.admission_rule_version
-model_error_bound = _core.model_error_bound
+
+
+def model_error_bound(abs_sum: float, steps: int, splits: int) -> float:
+    """ModelErrorBound (reference/error_bound.h): the proven bound of every step model."""
+    return _core.model_error_bound(abs_sum, _int32("steps", steps), _int32("splits", splits))
 
 
 @dataclasses.dataclass
@@ -138,20 +166,26 @@ class Admission:
 
 def admit(scales, max_reported: int = 16) -> Admission:
     """The fold admission of one layer's scale bytes (reference/admission.h: AdmitLayer)."""
-    return Admission(**_core.admit(_cpu_array(scales, np.uint8), max_reported))
+    return Admission(**_core.admit(_cpu_array(scales, np.uint8), _integer("max_reported", max_reported, 64,
+                                                                           signed=False)))
 
 
 @dataclasses.dataclass
 class AuditReport:
     status: int  # mxdiff audit's exit status: 0 admitted, 1 a layer refused, 2 an error
     report: str  # its text report, or its JSON with json=True
+    errors: list = dataclasses.field(default_factory=list)  # the lines `mxdiff audit` prints on stderr
 
 
 def audit(paths, *, keep_going: bool = False, pattern: Optional[str] = None, json: bool = False) -> AuditReport:
-    """`mxdiff audit` on checkpoint files (checkpoint/audit.h): the same verdicts and report."""
-    if isinstance(paths, (str, os.PathLike)):
+    """`mxdiff audit` on checkpoint files (checkpoint/audit.h): the same verdicts and report; the
+    errors it would print on stderr are in `errors` (the text report only counts them)."""
+    if isinstance(paths, (str, bytes, os.PathLike)):  # one path (bytes too), not a sequence of them
         paths = [paths]
-    return AuditReport(*_core.audit([os.fspath(p) for p in paths], keep_going, pattern, json))
+    if pattern == "":  # as `mxdiff audit --pattern=`: an empty expression would select nothing
+        raise ValueError("pattern is empty: give a regular expression over whole tensor names, or None for the "
+                         "default selection")
+    return AuditReport(*_core.audit([os.fsdecode(p) for p in paths], keep_going, pattern, json))
 
 
 # ---------------------------------------------------------------- the oracle
@@ -166,10 +200,12 @@ def _tactic(tactic) -> Tactic:
     if tactic is None:
         return Tactic()
     if isinstance(tactic, Tactic):
-        return tactic
-    if isinstance(tactic, dict):
-        return Tactic(**tactic)
-    return Tactic(*tactic)
+        t = tactic
+    elif isinstance(tactic, dict):
+        t = Tactic(**tactic)
+    else:
+        t = Tactic(*tactic)
+    return Tactic(_int32("tactic.cta_k", t.cta_k), _int32("tactic.splits", t.splits))
 
 
 def reference_gemm(activations, codes, scales, row_offsets, n: int, k: int, *, transform: str = "ordinary",
@@ -178,7 +214,8 @@ def reference_gemm(activations, codes, scales, row_offsets, n: int, k: int, *, t
     oracle's. NumPy arrays and CPU torch tensors are read in place; torch in, torch out."""
     t = _tactic(tactic)
     args = (_cpu_array(activations, np.float16), _cpu_array(codes, np.uint8), _cpu_array(scales, np.uint8),
-            _cpu_array(row_offsets, np.int32), n, k, transform, model, t.cta_k, t.splits, threads)
+            _cpu_array(row_offsets, np.int32), _int32("n", n), _int32("k", k), transform, model, t.cta_k, t.splits,
+            _int32("threads", threads))
     out = (_core.reference_gemm_f32(*args).view(np.float32) if f32 else _core.reference_gemm(*args).view(np.float16))
     if _is_torch(activations):
         import torch
@@ -222,11 +259,15 @@ class Case:
     def _get(name):
         return property(lambda self: getattr(self._data, name), lambda self, v: setattr(self._data, name, v))
 
+    def _get_int32(name):
+        return property(lambda self: getattr(self._data, name),
+                        lambda self, v: setattr(self._data, name, _int32(name, v)))
+
     model = _get("model")
     request = _get("request")
-    cta_k = _get("cta_k")
-    splits = _get("splits")
-    del _get
+    cta_k = _get_int32("cta_k")
+    splits = _get_int32("splits")
+    del _get, _get_int32
 
     def describe(self) -> str:
         return self._data.describe()
@@ -260,9 +301,22 @@ def decode_case(data: bytes, path: Optional[str] = None) -> Case:
     return Case(_core.decode_case(bytes(data)), path)
 
 
-def read_case(path) -> Case:
+def read_case_bytes(path) -> bytes:
+    """A case file's bytes, read as repro reads one: a FIFO or socket is refused before it is
+    opened (tools/cli/input_file.h, which would block), and at most one byte more than the
+    largest valid case is read (so /dev/zero or a huge file is refused at once): ValueError."""
+    path = os.fsdecode(path)
+    _core.refuse_stream_input(path)
+    limit = _core.max_case_bytes()
     with open(path, "rb") as f:
-        return decode_case(f.read(), os.fspath(path))
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path} is not a valid case: larger than any case can be ({limit} bytes at most)")
+    return data
+
+
+def read_case(path) -> Case:
+    return decode_case(read_case_bytes(path), os.fsdecode(path))
 
 
 def write_case(case: Case, path) -> str:
@@ -276,8 +330,9 @@ def generate_case(seed: int, n: int, k: int, rows_per_group: Sequence[int], *, a
     (value classes of fuzz/formats/tensor_recipe.h: normal, subnormal, specials, narrow,
     uniform, checkpoint for scales), unless a class is named."""
     t = _tactic(tactic)
-    return Case(_core.generate_case(seed, n, k, list(rows_per_group), activations, codes, scales, model, request,
-                                    t.cta_k, t.splits))
+    rows = [_int32(f"rows_per_group[{i}]", r) for i, r in enumerate(rows_per_group)]
+    return Case(_core.generate_case(_integer("seed", seed, 64, signed=False), _int32("n", n), _int32("k", k), rows,
+                                    activations, codes, scales, model, request, t.cta_k, t.splits))
 
 
 # Small shapes of the real decode's kinds: a few experts, some empty, K over several blocks.
@@ -288,6 +343,8 @@ _SHAPES = ((16, 64, (3,)), (8, 128, (2, 0, 1)), (32, 32, (1,)), (24, 96, (4, 2))
 def generate_cases(count: int, seed: int = 0, *, shapes=None, **kwargs) -> list:
     """`count` cases from consecutive seeds, cycling over small decode-like shapes."""
     shapes = shapes or _SHAPES
+    count = _integer("count", count, 32, low=0)
+    seed = _integer("seed", seed, 64, signed=False, high=((1 << 64) - 1 - count) // 1_000_003)
     out = []
     for i in range(count):
         n, k, rows = shapes[(seed + i) % len(shapes)]
@@ -298,7 +355,8 @@ def generate_cases(count: int, seed: int = 0, *, shapes=None, **kwargs) -> list:
 # ---------------------------------------------------------------- check
 @dataclasses.dataclass
 class Finding:
-    kind: str  # python/bits, python/bound, python/specials, python/raised, python/shape
+    kind: str  # python/bits, python/bound, python/specials, python/raised, python/shape, python/timeout,
+    # python/inputs-modified
     message: str
     case_path: str
     case: Case
@@ -308,10 +366,43 @@ class Finding:
     reproduced_by: list = dataclasses.field(default_factory=list)  # [(transform, model, splits)]
 
     def __str__(self) -> str:
-        text = f"{self.kind}: {self.message}\n  case: {self.case_path} (explain: tools/repro {self.case_path})"
+        text = f"{self.kind}: {self.message}\n  case: {self.case_path} (explain: {repro_command(self.case_path)})"
         if self.traceback:
             text += "\n  traceback:\n" + "".join("    " + line + "\n" for line in self.traceback.rstrip().splitlines())
         return text
+
+
+def repro_command(case_path: str) -> str:
+    """The shell command that explains a case: the repro program of $MXDIFF_REPRO (its path, which
+    the build or a campaign sets), else the libFuzzer build's, as the README's everyday use names it."""
+    program = os.environ.get("MXDIFF_REPRO") or "build-fuzz/tools/repro/repro"
+    return f"{shlex.quote(program)} {shlex.quote(os.fspath(case_path))}"
+
+
+_INPUT_NAMES = ("activations", "codes", "scales", "row_offsets")
+
+
+def _private_inputs(inputs) -> list:
+    """Copies of the case's tensors for the kernel, over immutable bytes: numpy refuses to make
+    them writeable again (a view of the case's own memory could be flipped writeable) and no view
+    reaches the case. A kernel can still write through a raw pointer (ctypes, torch.from_numpy):
+    the reference never reads these copies, and _modified_input compares them afterwards."""
+    return [np.frombuffer(np.ascontiguousarray(x).tobytes(), dtype=x.dtype).reshape(x.shape) for x in inputs]
+
+
+def _modified_input(originals, copies) -> Optional[str]:
+    """None where the kernel left every input as it got it; else which input it changed, how
+    many elements and the first one (by its bits: a NaN that stays NaN is unchanged)."""
+    for name, before, after in zip(_INPUT_NAMES, originals, copies):
+        unsigned = np.dtype(f"u{before.dtype.itemsize}")
+        b, a = np.asarray(before).view(unsigned), np.asarray(after).view(unsigned)
+        changed = np.argwhere(b != a)
+        if len(changed):
+            where = tuple(int(x) for x in changed[0])
+            value = lambda bits: _f16(bits[where]) if name == "activations" else str(bits[where].view(before.dtype))
+            return (f"the kernel wrote into its input {name}: {len(changed)} of {b.size} elements changed; "
+                    f"first {where}: {value(b)} became {value(a)}")
+    return None
 
 
 def _kernel_output(result, rows: int, n: int):
@@ -432,16 +523,18 @@ def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", tr
           mode: str = "bits", tactic=None, out_dir: Optional[str] = None, explain: bool = True,
           timeout: Optional[float] = None) -> list:
     """Runs kernel(activations[rows, k] float16, codes[groups, n, k/2] uint8, scales[groups, n, k/32]
-    uint8, row_offsets[groups + 1] int32) -> [rows, n] float16 on each case (read-only views).
+    uint8, row_offsets[groups + 1] int32) -> [rows, n] float16 on each case (read-only copies: a kernel
+    that writes into them anyway is python/inputs-modified, and is judged against the case as it was).
 
     mode="bits": the output must be the reference's bits under (transform, model, tactic);
     each finding lists the (transform, model, splits) that would reproduce the kernel's bits.
     mode="bound": each element must lie within the reference's proven error bound of the exact
     model (fp16-widened), NaN must stay NaN and each Inf keep its sign.
+    A kernel that raises (sys.exit() too) is python/raised.
     timeout: seconds per case; a kernel still running Python code past it is python/timeout (one
     stuck in native code cannot be interrupted from Python: run it under the fuzzer's embedded
     kernel, whose harness has its own limit).
-    Returns the findings; each has a .case file in out_dir that tools/repro explains."""
+    Returns the findings; each has a .case file in out_dir that repro explains (repro_command)."""
     if mode not in ("bits", "bound"):
         raise ValueError(f"mode must be 'bits' or 'bound', not {mode!r}")
     if transform not in TRANSFORMS:
@@ -459,19 +552,29 @@ def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", tr
         inputs = [case.activations, case.codes, case.scales, case.row_offsets]
         for array in inputs:
             array.flags.writeable = False
+        # The kernel gets copies: the reference, the explanation and the written case read the
+        # case itself, which the kernel never sees, so a kernel that changes its inputs cannot
+        # change what it is judged against.
+        given = _private_inputs(inputs)
 
         def finding(kind, message, **extra):
             path, written = _write_finding(case, kind, out_dir, transform, model, t)
             findings.append(Finding(kind, message, path, written, **extra))
 
         try:
-            result = _call_with_timeout(kernel, inputs, timeout)
+            result = _call_with_timeout(kernel, given, timeout)
         except _KernelTimeout:
             finding("python/timeout", f"still running after {timeout} s", traceback=_traceback.format_exc())
             continue
-        except Exception as error:  # the kernel's own failure is the finding
+        # The kernel's own failure is the finding; so is a sys.exit() in it, which would otherwise
+        # end the caller's process (with status 0 for sys.exit(0)). KeyboardInterrupt still stops
+        # the check: it is the user's.
+        except (Exception, SystemExit) as error:
             finding("python/raised", f"{type(error).__name__}: {error}", traceback=_traceback.format_exc())
             continue
+        modified = _modified_input(inputs, given)
+        if modified:
+            finding("python/inputs-modified", modified)
         output, problem = _kernel_output(result, rows, n)
         if output is None:
             finding("python/shape", problem)

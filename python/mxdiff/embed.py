@@ -1,6 +1,7 @@
 """The Python side of python/embed/ (libmxdiff_python_kernel.so): fuzz_gemm and repro load that
 library as an external kernel (fuzz/modules/mxdiff_kernel_abi.h); it calls `run_case` here for
-every case with NumPy views of the host memory (no copies).
+every case with read-only NumPy views of the host memory; the kernel gets copies of them (a kernel
+that writes into its inputs is python/inputs-modified, never judged on what it wrote).
 
 Environment: MXDIFF_PYTHON=module:function (the kernel; it also gets the case's transform, model,
 cta_k and splits as keyword arguments where its signature names them), MXDIFF_PYTHON_MODE=bits|bound (bits),
@@ -24,7 +25,10 @@ import traceback
 
 import numpy as np
 
+from mxdiff import _KernelTimeout as KernelTimeout  # what the library's watchdog raises into the kernel
+
 _kernel = None
+timeout_seconds = None  # MXDIFF_PYTHON_TIMEOUT as the library read it (it sets this)
 _settings = ()  # the keyword arguments of (transform, model, cta_k, splits) the kernel takes
 _stats = {"calls": 0, "seconds": 0.0, "bound_checks": 0, "bound_reused": 0}
 _last_bound = None  # (key arrays, answer) of the last bound check (_bound_answer)
@@ -48,9 +52,15 @@ def _load():
     return _kernel
 
 
-def _report(kind, text):
+def _report_folder():
+    """Where the full reports go (the library asks too, for a kernel that never comes back)."""
     folder = os.environ.get("MXDIFF_PYTHON_REPORTS") or os.environ.get("MXDIFF_FINDINGS_DIR") or "."
     os.makedirs(folder, exist_ok=True)
+    return os.path.abspath(folder)
+
+
+def _report(kind, text):
+    folder = _report_folder()
     path = os.path.join(folder, f"{kind.replace('/', '.')}.{hashlib.sha1(text.encode()).hexdigest()[:12]}.txt")
     with open(path, "w") as f:
         f.write(text)
@@ -67,22 +77,27 @@ def run_case(a, codes, scales, row_offsets, transform, model, cta_k, splits):
     kernel = _load()
     mode = os.environ.get("MXDIFF_PYTHON_MODE", "bits")
     rows, n = a.shape[0], codes.shape[1]
-    inputs = (a, codes, scales, row_offsets)
+    # The kernel gets copies (mxdiff.check's rule): the bound check below and fuzz_gemm's oracle
+    # read the harness's buffers, which the kernel never sees.
+    given = mxdiff._private_inputs((a, codes, scales, row_offsets))
+    inputs = given
     if os.environ.get("MXDIFF_PYTHON_DEVICE", "cpu") == "cuda":
         inputs = _to_device(inputs)
     start = time.monotonic()
     try:
         settings = {"transform": _TRANSFORMS[transform], "model": _MODELS[model], "cta_k": cta_k, "splits": splits}
         result = kernel(*inputs, **{name: settings[name] for name in _settings})
-    except TimeoutError as error:
-        if "MXDIFF_PYTHON_TIMEOUT" in str(error):
-            return _fail("python/timeout", str(error), traceback.format_exc())
-        return _fail("python/raised", f"{type(error).__name__}: {error}", traceback.format_exc())
-    except Exception as error:
+    except KernelTimeout:
+        return _fail("python/timeout", f"MXDIFF_PYTHON_TIMEOUT: the kernel ran past {timeout_seconds} s",
+                     traceback.format_exc())
+    except (Exception, SystemExit) as error:  # sys.exit() in the kernel must not end the fuzzer clean
         return _fail("python/raised", f"{type(error).__name__}: {error}", traceback.format_exc())
     finally:
         _stats["calls"] += 1
         _stats["seconds"] += time.monotonic() - start
+    modified = mxdiff._modified_input((a, codes, scales, row_offsets), given)
+    if modified:
+        return _fail("python/inputs-modified", modified)
     output, problem = mxdiff._kernel_output(result, rows, n)
     if output is None:
         return _fail("python/shape", problem)

@@ -37,6 +37,7 @@
 #include "reference/split_plan.h"
 #include "reference/step_model.h"
 #include "reference/transform.h"
+#include "tools/cli/input_file.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -116,6 +117,22 @@ fuzz::ValueClass ParseValueClass(fuzz::TensorKind kind, std::string_view name) {
       ("value class '" + std::string(name) + "' is not one of " + fuzz::TensorKindName(kind)).c_str());
 }
 
+std::string ShapeText(const size_t* shape, size_t ndim) {
+  std::string text = "(";
+  for (size_t i = 0; i < ndim; ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (ndim == 1 ? ",)" : ")");
+}
+
+// ValueError "<what>: shape (8, 16) is not [rows, k] = (16, 8)" unless `array` has `expected`.
+void CheckShape(const AnyArray& array, const char* what, const char* layout, std::initializer_list<size_t> expected) {
+  std::vector<size_t> shape(array.ndim());
+  for (size_t i = 0; i < array.ndim(); ++i) shape[i] = array.shape(i);
+  if (std::equal(shape.begin(), shape.end(), expected.begin(), expected.end())) return;
+  throw nb::value_error((std::string(what) + ": shape " + ShapeText(shape.data(), shape.size()) + " is not " + layout +
+                         " = " + ShapeText(expected.begin(), expected.size()))
+                            .c_str());
+}
+
 GroupedProblem MakeProblem(const AnyArray& activations, const AnyArray& codes, const AnyArray& scales,
                            const AnyArray& row_offsets, int n, int k) {
   GroupedProblem problem;
@@ -128,6 +145,13 @@ GroupedProblem MakeProblem(const AnyArray& activations, const AnyArray& codes, c
   problem.scale_bytes = U8Span(scales, "scales");
   if (problem.groups < 1) throw nb::value_error("row_offsets: needs groups + 1 >= 2 entries");
   Check(ValidateProblem(problem));
+  // The sizes match; the shapes must too, or a transposed array of the same size would be read
+  // as if it were in the documented layout.
+  const size_t groups = size_t(problem.groups), rows = size_t(problem.rows());
+  CheckShape(row_offsets, "row_offsets", "[groups + 1]", {groups + 1});
+  CheckShape(activations, "activations", "[rows, k]", {rows, size_t(k)});
+  CheckShape(codes, "codes", "[groups, n, k/2]", {groups, size_t(n), size_t(k) / 2});
+  CheckShape(scales, "scales", "[groups, n, k/32]", {groups, size_t(n), size_t(k) / kBlockK});
   return problem;
 }
 
@@ -368,20 +392,27 @@ nb::dict Admit(const AnyArray& scales, size_t max_reported) {
   return result;
 }
 
+// (exit status, report, errors): the errors are the lines `mxdiff audit` prints on stderr (its
+// text report only counts them).
 nb::tuple Audit(const std::vector<std::string>& paths, bool keep_going, const std::optional<std::string>& pattern,
                 bool json) {
   audit::AuditOptions options;
   options.keep_going = keep_going;
   options.selection.pattern = pattern;
   std::string report;
+  std::vector<std::string> errors;
   int status = 0;
   {
     nb::gil_scoped_release release;
     const audit::AuditResult result = audit::RunAudit(paths, options);
     report = json ? audit::JsonReport(result) : audit::TextReport(result);
     status = audit::ExitStatus(result);
+    for (const audit::AuditError& error : result.errors) errors.push_back(error.message);
+    if (const std::optional<audit::NoKernelLayer> no_layer = audit::FindNoKernelLayer(result)) {
+      errors.push_back(no_layer->message);
+    }
   }
-  return nb::make_tuple(status, report);
+  return nb::make_tuple(status, report, errors);
 }
 
 // Cases (fuzz/formats/case_format.h).
@@ -536,6 +567,9 @@ void BindCaseData(nb::module_& m) {
 // Cases as bytes: decode, shape, generate.
 void BindCases(nb::module_& m) {
   m.def("decode_case", &Decode, "data"_a);
+  m.def("max_case_bytes", &fuzz::MaxEncodedSize);
+  // ValueError for a FIFO or socket (which would block the reader), the tools' rule.
+  m.def("refuse_stream_input", [](const std::string& path) { Check(cli::RefuseStreamInput(path)); }, "path"_a);
   // (groups, n, k, rows) of a case without materializing its tensors.
   m.def("case_shape", [](nb::bytes data) {
     fuzz::FuzzCase c;

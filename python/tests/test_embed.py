@@ -3,6 +3,7 @@ does (--external) and runs fuzz_gemm's checks on a corpus case with Python kerne
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -30,12 +31,12 @@ def repro(request):
     return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(helper))), "tools", "repro", "repro")
 
 
-def run(repro, library, function, tmp_path, **env):
+def run(repro, library, function, tmp_path, case=CASE, **env):
     site = os.path.dirname(os.path.dirname(os.path.abspath(mxdiff.__file__)))
     environment = dict(os.environ, MXDIFF_PYTHON=f"example_kernels:{function}",
                        MXDIFF_PYTHON_PATH=os.pathsep.join([EMBED, site]), MXDIFF_PYTHON_REPORTS=str(tmp_path),
                        MXDIFF_PYTHON_EXECUTABLE=sys.executable, **env)
-    return subprocess.run([repro, CASE, f"--external={library}"], capture_output=True, text=True, env=environment,
+    return subprocess.run([repro, case, f"--external={library}"], capture_output=True, text=True, env=environment,
                           timeout=120)
 
 
@@ -46,7 +47,8 @@ def test_a_correct_python_kernel_passes_fuzz_gemms_checks(repro, embed_library, 
 
 
 @pytest.mark.parametrize("function, kind", [("wrong_scale", "mismatch/ext-python"), ("raises", "python/raised"),
-                                            ("wrong_shape", "python/shape"), ("hangs", "python/timeout")])
+                                            ("wrong_shape", "python/shape"), ("hangs", "python/timeout"),
+                                            ("hangs_in_numpy", "python/timeout"), ("exits", "python/raised")])
 def test_each_python_failure_is_a_finding_of_its_kind(repro, embed_library, tmp_path, function, kind):
     result = run(repro, embed_library, function, tmp_path, MXDIFF_PYTHON_TIMEOUT="2")
     assert result.returncode == 1, result.stdout + result.stderr
@@ -57,8 +59,42 @@ def test_each_python_failure_is_a_finding_of_its_kind(repro, embed_library, tmp_
         reports = [name for name in os.listdir(tmp_path) if name.startswith(kind.replace("/", "."))]
         assert reports
         text = open(os.path.join(tmp_path, reports[0])).read()
-        if kind == "python/raised":
+        if function == "raises":
             assert "Traceback" in text and "this kernel always fails" in text
+        if function == "exits":  # sys.exit(0) in the kernel must not end the harness with status 0
+            assert "SystemExit: 0" in text
+
+
+def test_a_kernel_spinning_in_python_times_out_within_the_limit(repro, embed_library, tmp_path):
+    """A pure-Python loop never lets go of the GIL by itself: the watchdog must still interrupt it,
+    once per call (fuzz_gemm calls the kernel for its check and its determinism rerun)."""
+    for function in ("hangs", "hangs_in_numpy"):
+        start = time.monotonic()
+        result = run(repro, embed_library, function, tmp_path, MXDIFF_PYTHON_TIMEOUT="2")
+        elapsed = time.monotonic() - start
+        assert result.returncode == 1 and "python/timeout" in result.stdout, result.stdout + result.stderr
+        assert elapsed < 2 * 2 + 8, elapsed  # two calls at most, interpreter start and imports
+
+
+def test_a_kernel_stuck_in_native_code_ends_the_process_as_a_timeout(repro, embed_library, tmp_path):
+    start = time.monotonic()
+    result = run(repro, embed_library, "hangs_in_native_code", tmp_path, MXDIFF_PYTHON_TIMEOUT="2")
+    elapsed = time.monotonic() - start
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "python/timeout: the kernel ran past MXDIFF_PYTHON_TIMEOUT=2 s and did not return" in result.stderr
+    assert elapsed < 2 + 5 + 8, elapsed  # the limit, the grace, interpreter start and imports
+    assert os.path.exists(tmp_path / "python.timeout.native.txt")
+
+
+def test_a_kernel_that_writes_into_its_inputs_is_a_finding(repro, embed_library, tmp_path):
+    """Flushes subnormal activations in place through a raw pointer, then computes correctly on
+    them: it gets copies, and changing them is a finding of its own."""
+    case = mxdiff.generate_case(7, 16, 128, [3, 0, 2], activations="subnormal", codes="normal", scales="normal")
+    path = case.write(tmp_path / "subnormal.case")
+    for mode in ("bits", "bound"):
+        result = run(repro, embed_library, "flushes_in_place", tmp_path, case=path, MXDIFF_PYTHON_MODE=mode)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "route/ext-python/unexpected-error/python/inputs-modified" in result.stdout, result.stdout
 
 
 def test_bound_mode_under_the_harness(repro, embed_library, tmp_path):

@@ -1,5 +1,8 @@
+import ctypes
 import os
+import shlex
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -59,6 +62,51 @@ def test_audit_reports_an_error_on_a_file_that_is_no_checkpoint(tmp_path):
     assert report.status == 2 and report.report
 
 
+def test_audit_gives_its_errors_and_takes_one_path_as_bytes(tmp_path):
+    missing = mxdiff.audit("/nonexistent")
+    # The text report only counts the errors (mxdiff audit prints them on stderr): the result has them.
+    assert missing.status == 2 and missing.errors and "/nonexistent" in missing.errors[0], missing
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(b"not a checkpoint")
+    as_bytes = mxdiff.audit(os.fsencode(path))  # one path, not a sequence of byte values
+    assert as_bytes == mxdiff.audit(str(path)) and as_bytes.errors and str(path) in as_bytes.errors[0]
+    with pytest.raises(ValueError, match=r"^pattern is empty"):
+        mxdiff.audit(str(path), pattern="")
+
+
+def test_integer_arguments_out_of_range_name_the_argument_and_its_range():
+    with pytest.raises(OverflowError, match=r"seed=18446744073709551616 is out of range: an integer in \[0, "):
+        mxdiff.generate_case(1 << 64, 16, 64, [1])
+    with pytest.raises(OverflowError, match=r"n=1099511627776 is out of range: an integer in \[-2147483648, "):
+        mxdiff.generate_case(1, 1 << 40, 64, [1])
+    case = mxdiff.generate_case(3, 16, 64, [2, 1])
+    with pytest.raises(OverflowError, match=r"^k=-2147483649 is out of range"):
+        mxdiff.reference_gemm(case.activations, case.codes, case.scales, case.row_offsets, case.n, -(1 << 31) - 1)
+    with pytest.raises(OverflowError, match=r"tactic.splits=4294967296"):
+        case.reference(tactic=(32, 1 << 32))
+    with pytest.raises(OverflowError, match=r"raw=256 is out of range: an integer in \[0, 255\]"):
+        mxdiff.prepared_scale("ordinary", 256)  # was read as raw 0
+    with pytest.raises(OverflowError, match=r"splits=2147483648"):
+        case.splits = 1 << 31
+    with pytest.raises(OverflowError, match=r"steps="):
+        mxdiff.model_error_bound(1.0, 1 << 31, 1)
+    with pytest.raises(TypeError, match="n must be an integer, not float"):
+        mxdiff.generate_case(1, 16.0, 64, [1])
+
+
+def test_reference_gemm_checks_the_documented_shapes():
+    case = mxdiff.generate_case(3, 16, 64, [2, 1])  # codes [2, 16, 32]: transposed, [2, 32, 16], same size
+    args = [case.activations, case.codes, case.scales, case.row_offsets]
+    for index, name, wrong in ((1, "codes", np.ascontiguousarray(case.codes.transpose(0, 2, 1))),
+                               (2, "scales", np.ascontiguousarray(case.scales.transpose(0, 2, 1))),
+                               (0, "activations", case.activations.reshape(case.k, case.rows)),
+                               (1, "codes", case.codes.reshape(-1))):
+        bad = list(args)
+        bad[index] = wrong
+        with pytest.raises(ValueError, match=f"^{name}: shape .* is not \\["):
+            mxdiff.reference_gemm(*bad, case.n, case.k)
+
+
 # ------------------------------------------------------------------ cases
 def test_case_round_trip(tmp_path):
     case = mxdiff.generate_case(3, 16, 64, [2, 0, 1], model="v100", tactic=(32, 2))
@@ -70,6 +118,19 @@ def test_case_round_trip(tmp_path):
     assert "activations" in again.describe()
     with pytest.raises(ValueError):
         mxdiff.decode_case(b"MXDF\x02garbage")
+
+
+@pytest.mark.parametrize("make, message", [(lambda tmp: os.mkfifo(tmp / "fifo.case") or tmp / "fifo.case",
+                                            "not a regular file (a FIFO)"),
+                                           (lambda tmp: "/dev/zero", "larger than any case can be")])
+def test_read_case_refuses_what_would_hang_it(tmp_path, make, message):
+    """As repro does (tools/cli/input_file.h, its size limit). In a child with a time limit: the
+    read hung forever before."""
+    path = make(tmp_path)
+    child = subprocess.run([sys.executable, "-c", "import sys, mxdiff; mxdiff.read_case(sys.argv[1])", str(path)],
+                           capture_output=True, text=True, timeout=60)
+    assert child.returncode == 1 and "ValueError: " + str(path) in child.stderr, child.stderr
+    assert message in child.stderr.splitlines()[-1], child.stderr
 
 
 def test_reference_gemm_takes_numpy_and_refuses_other_dtypes():
@@ -208,14 +269,61 @@ def test_the_kernel_gets_read_only_inputs():
     assert [f.kind for f in mxdiff.check(writes, cases()[:1])] == ["python/raised"]
 
 
-def test_repro_explains_a_finding(tmp_path, request):
+def flush_subnormals_in_place(a, way):
+    flushed = np.where(np.abs(a.astype(np.float32)) < 2.0 ** -14, np.float16(0), a)
+    if way == "flag":  # the read-only flag is only a flag where numpy lets it be set back
+        a.flags.writeable = True
+        a[...] = flushed
+    else:  # a raw pointer: nothing stops it but a copy
+        ctypes.memmove(a.ctypes.data, flushed.ctypes.data, a.nbytes)
+
+
+@pytest.mark.parametrize("mode", ("bits", "bound"))
+@pytest.mark.parametrize("way", ("flag", "pointer"))
+def test_a_kernel_that_writes_into_its_inputs_cannot_hide_its_defect(mode, way, tmp_path):
+    """Flushes subnormal activations in its input, then computes correctly on them: a reference
+    computed from the same arrays after the call agreed with it."""
+    def kernel(a, codes, scales, row_offsets):
+        flush_subnormals_in_place(a, way)
+        return (sm90_kernel if mode == "bits" else float64_kernel)(a, codes, scales, row_offsets)
+
+    subnormal = mxdiff.generate_case(7, 16, 128, [3, 0, 2], activations="subnormal", codes="normal", scales="normal")
+    before = subnormal.encode()
+    findings = mxdiff.check(kernel, [subnormal], mode=mode, out_dir=str(tmp_path))
+    assert subnormal.encode() == before  # the case itself is untouched
+    kinds = [f.kind for f in findings]
+    if way == "flag":
+        assert kinds == ["python/raised"] and "WRITEABLE" in findings[0].message, findings
+        return
+    assert kinds[0] == "python/inputs-modified" and len(kinds) == 2, kinds
+    assert kinds[1] == ("python/bits" if mode == "bits" else "python/bound"), kinds
+    assert findings[0].message.startswith("the kernel wrote into its input activations: "), findings[0].message
+    assert " became 0x0000 (0.0)" in findings[0].message, findings[0].message
+    # The written case is the input as the kernel got it, not as it left it.
+    assert mxdiff.read_case(findings[0].case_path).encode() == mxdiff.read_case(findings[1].case_path).encode()
+    assert np.array_equal(mxdiff.read_case(findings[0].case_path).activations.view(np.uint16),
+                          subnormal.activations.view(np.uint16))
+
+
+def test_a_kernel_that_calls_sys_exit_is_a_finding():
+    findings = mxdiff.check(lambda *inputs: sys.exit(0), cases()[:1])
+    assert [f.kind for f in findings] == ["python/raised"] and findings[0].message == "SystemExit: 0"
+
+
+def test_repro_explains_a_finding(tmp_path, request, monkeypatch):
+    """The finding prints a command that runs: $MXDIFF_REPRO's program where it is set."""
     repro = request.config.getoption("--mxdiff-reference-bits")
     if not repro:
         pytest.fail("needs --mxdiff-reference-bits")
     repro = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(repro))), "tools", "repro", "repro")
     kernel = lambda *args: sm90_kernel(*args, defect="scale-exponent")
-    finding = mxdiff.check(kernel, cases()[:1], out_dir=str(tmp_path))[0]
-    result = subprocess.run([repro, finding.case_path], capture_output=True, text=True)
+    finding = mxdiff.check(kernel, cases()[:1], out_dir=str(tmp_path / "it's here"))[0]
+    monkeypatch.delenv("MXDIFF_REPRO", raising=False)
+    assert str(finding).endswith(f"(explain: build-fuzz/tools/repro/repro {shlex.quote(finding.case_path)})")
+    monkeypatch.setenv("MXDIFF_REPRO", repro)
+    command = str(finding).split("(explain: ")[1][:-1]
+    assert shlex.split(command) == [repro, finding.case_path]
+    result = subprocess.run(shlex.split(command), capture_output=True, text=True)  # the words a shell would run
     assert result.returncode in (0, 1), result.stderr
     assert "sm90-emulated" in result.stdout
 
@@ -256,9 +364,46 @@ def test_bound_mode_keeps_nan_and_the_sign_of_inf():
     bad[1, :] = 0  # NaN lost
     findings = mxdiff.check(lambda *args: bad, [mutable], mode="bound")
     assert [f.kind for f in findings] == ["python/specials"]
+    infinite = np.isinf(good)
+    assert infinite.any() and not infinite[1].any()
+    wrong_sign = good.copy()
+    wrong_sign[infinite] = -wrong_sign[infinite]  # each Inf kept, each of the other sign
+    findings = mxdiff.check(lambda *args: wrong_sign, [mutable], mode="bound")
+    assert [f.kind for f in findings] == ["python/specials"]
+    assert findings[0].mismatches == int(infinite.sum()), findings[0].message
 
 
 # ------------------------------------------------------------------ the pytest plugin
+def test_the_plugin_finds_a_kernel_that_writes_into_its_inputs(pytester):
+    pytester.makepyfile(test_in_place='''
+import ctypes
+
+import numpy as np
+
+import mxdiff
+
+
+def flushes_in_place(a, codes, scales, row_offsets):
+    flushed = np.where(np.abs(a.astype(np.float32)) < 2.0 ** -14, np.float16(0), a)
+    ctypes.memmove(a.ctypes.data, flushed.ctypes.data, a.nbytes)
+    return mxdiff.reference_gemm(a, codes, scales, row_offsets, codes.shape[1], a.shape[1])
+
+
+def test_generated(mxdiff_case, mxdiff_check):
+    mxdiff_check(flushes_in_place, mxdiff_case)
+
+
+def test_subnormal(mxdiff_check):
+    mxdiff_check(flushes_in_place, mxdiff.generate_case(7, 16, 128, [3, 0, 2], activations="subnormal"))
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mxdiff-cases=8")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 1, result.stdout.str()
+    assert "test_in_place.py::test_subnormal FAILED" in result.stdout.str() or \
+        "FAILED test_in_place.py::test_subnormal" in result.stdout.str(), result.stdout.str()
+    assert "python/inputs-modified: the kernel wrote into its input activations" in result.stdout.str()
+
+
 def test_plugin_parametrizes_over_generated_and_corpus_cases(mxdiff_case, mxdiff_check):
     mxdiff_check(sm90_kernel, mxdiff_case, model=mxdiff_case.model if mxdiff_case.model == "sm90-emulated" else
                  "sm90-emulated", transform="ordinary", tactic=(32, 1))

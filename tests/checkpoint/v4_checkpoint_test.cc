@@ -59,12 +59,12 @@ Audit RunAudit(const std::string& variant) {
   return a;
 }
 
-// Every kernel layer of the two layers admitted except `refused`.
-std::map<std::string, std::string> Expected(const std::vector<std::string>& refused, bool shared = true) {
+// Every kernel layer of the two layers admitted except `refused` (an MXFP4 shared expert is the
+// routed layers' last group, an FP8 one no kernel layer: either way two a layer).
+std::map<std::string, std::string> Expected(const std::vector<std::string>& refused) {
   std::map<std::string, std::string> v;
   for (int i = 0; i < 2; ++i) {
-    for (const char* kind : {"experts.W13", "experts.W2", "shared_experts.W13", "shared_experts.W2"}) {
-      if (!shared && std::string_view(kind).starts_with("shared")) continue;
+    for (const char* kind : {"experts.W13", "experts.W2"}) {
       v[fmt::format("layers.{}.ffn.{}", i, kind)] = "admitted";
     }
   }
@@ -76,6 +76,8 @@ TEST(V4Checkpoint, CleanIsAdmittedAndLoadsForEveryRank) {
   const Audit audit = RunAudit("clean");
   EXPECT_EQ(audit.status, 0) << audit.err;
   EXPECT_EQ(audit.verdicts(), Expected({}));
+  // The audit judges the groups the loader gives the MoE layer: the routed experts and the shared one.
+  for (const nlohmann::json& layer : audit.report["layers"]) EXPECT_EQ(layer["groups"], kExperts + 1) << layer["name"];
   for (const char* layer : {"layers.0", "layers.1"}) {
     for (int tp : {1, 2, 4}) {
       for (int rank = 0; rank < tp; ++rank) {
@@ -96,7 +98,7 @@ TEST(V4Checkpoint, CleanIsAdmittedAndLoadsForEveryRank) {
 TEST(V4Checkpoint, Fp8SharedExpertIsNoKernelLayerAndIsNotLoaded) {
   const Audit audit = RunAudit("fp8_shared");
   EXPECT_EQ(audit.status, 0) << audit.err;
-  EXPECT_EQ(audit.verdicts(), Expected({}, /*shared=*/false));
+  EXPECT_EQ(audit.verdicts(), Expected({}));
   absl::StatusOr<MoeLayerWeights> w = LoadMoeLayerWeights({Dir("fp8_shared")}, "layers.1", {2, 1});
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_FALSE(w->shared_expert);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fuzz/formats/case_format.h"
@@ -75,6 +76,58 @@ TEST_F(FindingsTest, TheFindingIsOnDiskBeforeTheAbort) {
     found |= entry.path().extension() == ".case" && ReadText(entry.path()) == std::string("\x09\x09", 2);
   }
   EXPECT_TRUE(found) << "no .case file in " << dir_;
+}
+
+// Issue 34, item 10: a finding's file is named by its input's hash, so two inputs of one signature
+// never overwrite each other, whether one worker or two wrote them into the one findings folder.
+size_t CaseFilesIn(const std::filesystem::path& dir) {
+  size_t count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) count += entry.path().extension() == ".case";
+  return count;
+}
+
+TEST_F(FindingsTest, TwoInputsOfOneSignatureFromOneWorkerAreBothKept) {
+  const std::vector<uint8_t> first = {1, 2, 3}, second = {4, 5, 6};
+  const absl::StatusOr<std::string> a = WriteFinding("fuzz_x", first, Finding{"mismatch/x", "one"});
+  const absl::StatusOr<std::string> b = WriteFinding("fuzz_x", second, Finding{"mismatch/x", "two"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(*a, *b);
+  EXPECT_EQ(ReadText(*a), std::string("\x01\x02\x03", 3));
+  EXPECT_EQ(ReadText(*b), std::string("\x04\x05\x06", 3));
+  EXPECT_EQ(CaseFilesIn(dir_), 2u);
+}
+
+TEST_F(FindingsTest, TwoInputsOfOneSignatureFromTwoWorkersAreBothKept) {
+  const std::vector<uint8_t> first = {7, 7}, second = {8, 8};
+  const pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) _exit(WriteFinding("fuzz_x", first, Finding{"mismatch/x", "worker 1"}).ok() ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(worker, &status, 0), worker);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_TRUE(WriteFinding("fuzz_x", second, Finding{"mismatch/x", "worker 2"}).ok());
+  std::vector<std::string> inputs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.path().extension() == ".case") inputs.push_back(ReadText(entry.path()));
+  }
+  std::sort(inputs.begin(), inputs.end());
+  EXPECT_EQ(inputs, (std::vector<std::string>{std::string("\x07\x07", 2), std::string("\x08\x08", 2)}));
+}
+
+// The input run before libFuzzer's loop is on disk while it runs (a crash leaves it), and gone after.
+TEST_F(FindingsTest, TheRunningInputIsMarkedAndCleared) {
+  const std::filesystem::path marked = dir_ / "running.case";
+  std::filesystem::create_directories(dir_);
+  setenv("MXDIFF_RUNNING_INPUT", marked.c_str(), 1);
+  MarkRunningInput(std::vector<uint8_t>{5, 6}, "known case 1 of 2");
+  EXPECT_EQ(ReadText(marked), std::string("\x05\x06", 2));
+  EXPECT_EQ(ReadText(marked.string() + ".txt"), "known case 1 of 2\n");
+  ClearRunningInput();
+  EXPECT_FALSE(std::filesystem::exists(marked));
+  EXPECT_FALSE(std::filesystem::exists(marked.string() + ".txt"));
+  unsetenv("MXDIFF_RUNNING_INPUT");
+  MarkRunningInput(std::vector<uint8_t>{5, 6}, "nowhere");  // without the variable: nothing written
+  EXPECT_FALSE(std::filesystem::exists(marked));
 }
 
 TEST(ConfirmInFreshStateTest, AFindingThatComesBackKeepsItsSignature) {

@@ -22,6 +22,18 @@ SHAPE_PREFIX = "shape_seconds_"
 SHAPE_PHASE_PREFIX = "shape_phase_seconds_"
 
 
+# Per kernel module, the fuzzed cases it was given, those it declined (MXDIFF_KERNEL_UNSUPPORTED, or out
+# of memory) and those whose output was compared: "module_runs_<module>", "module_declined_<module>",
+# "module_compared_<module>" (fuzz/targets/fuzz_gemm.cc).
+MODULE_RUNS_PREFIX = "module_runs_"
+MODULE_DECLINED_PREFIX = "module_declined_"
+MODULE_COMPARED_PREFIX = "module_compared_"
+
+
+def _module_count(name):
+    return name.startswith((MODULE_RUNS_PREFIX, MODULE_DECLINED_PREFIX, MODULE_COMPARED_PREFIX))
+
+
 def _timed(name):
     return name.startswith(PHASE_PREFIX) or name.startswith(SHAPE_PREFIX) or name.startswith(SHAPE_PHASE_PREFIX)
 
@@ -35,7 +47,7 @@ def parse_stats(text):
     stats["seconds"] = 0.0
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) != 2 or (parts[0] not in stats and not _timed(parts[0])):
+        if len(parts) != 2 or (parts[0] not in stats and not _timed(parts[0]) and not _module_count(parts[0])):
             continue
         try:
             stats[parts[0]] = float(parts[1]) if parts[0] == "seconds" or _timed(parts[0]) else int(parts[1], 10)
@@ -57,10 +69,41 @@ def total(per_worker):
     present = [s for s in per_worker if s is not None]
     if not present:
         return None
-    timed = list(dict.fromkeys(name for s in present for name in s if _timed(name)))
-    summed = {name: sum(s.get(name, 0.0) for s in present) for name in list(COUNTERS) + timed}
+    timed = list(dict.fromkeys(name for s in present for name in s if _timed(name) or _module_count(name)))
+    summed = {name: sum(s.get(name, 0.0 if _timed(name) else 0) for s in present) for name in list(COUNTERS) + timed}
     summed["seconds"] = max(s["seconds"] for s in present)
     return summed
+
+
+def module_declines(stats):
+    """[(module, cases it was given, cases it declined, cases compared)] of one stats file or a total,
+    in the file's order. A file without the compared count (older) counts every case not declined."""
+    if stats is None:
+        return []
+    found = []
+    for key in stats:
+        if key.startswith(MODULE_RUNS_PREFIX):
+            module = key[len(MODULE_RUNS_PREFIX):]
+            declined = stats.get(MODULE_DECLINED_PREFIX + module, 0)
+            found.append((module, stats[key], declined, stats.get(MODULE_COMPARED_PREFIX + module, stats[key] - declined)))
+    return found
+
+
+def modules_that_declined_everything(stats):
+    """The modules that were given cases and compared none of them (each declined, or refused by
+    the dispatch rules): [(module, cases given, cases declined)]."""
+    return [(module, runs, declined) for module, runs, declined, compared in module_declines(stats)
+            if runs > 0 and compared == 0]
+
+
+def declined_line(totals):
+    """The share of the cases each module declined, or None for stats without the module counts."""
+    declines = module_declines(totals)
+    if not declines:
+        return None
+    return "  declined by module (not compared: MXDIFF_KERNEL_UNSUPPORTED or out of memory): " + "; ".join(
+        f"{module} {declined} of {runs} case(s) ({100 * declined / runs if runs else 0:.0f}%), {compared} compared"
+        for module, runs, declined, compared in declines)
 
 
 def interval_rates(samples, interval):
@@ -181,6 +224,9 @@ def report_lines(target, per_worker, elapsed, samples, interval, window=300):
                      f"{totals['device']}; device-vs-CPU disagreements: {totals['disagreements']}; fallbacks to the "
                      f"CPU: {totals['fallbacks']} (no device reference) + {totals['refused']} (out of device memory); "
                      f"kernel runs refused out of memory: {totals['runs_refused']}")
+        declines = declined_line(totals)
+        if declines is not None:
+            lines.append(declines)
         worker_seconds = sum(stats["seconds"] for stats in per_worker if stats is not None)
         lines.append(phase_line(totals, worker_seconds))
         by_shape = shape_line(totals, worker_seconds)

@@ -82,13 +82,17 @@ absl::Status ApplyFlags(const CommandLine& line, std::span<const std::string_vie
   return absl::OkStatus();
 }
 
-std::string FlagsHelp(std::span<const std::string_view> accepted, std::string_view strip_prefix) {
+std::string FlagsHelp(std::span<const std::string_view> accepted, std::string_view strip_prefix,
+                      std::span<const OwnFlagHelp> own) {
   std::vector<std::pair<std::string, std::string>> rows;
   for (std::string_view name : accepted) {
     const absl::CommandLineFlag* flag = Find(name);
     if (flag == nullptr) continue;
     std::string help = flag->Help();
     if (!strip_prefix.empty() && help.rfind(strip_prefix, 0) == 0) help.erase(0, strip_prefix.size());
+    for (const OwnFlagHelp& text : own) {
+      if (text.flag == name) help = text.help;
+    }
     const bool is_bool = flag->IsOfType<bool>();
     const std::string shown_default = ToString(flag->DefaultValue());
     std::string spelled(name);

@@ -32,9 +32,18 @@ absl::StatusOr<CommandLine> SplitCommandLine(int argc, char** argv);
 // value the flag's type rejects: "--show=x: ..."). `owner` names the program in messages.
 absl::Status ApplyFlags(const CommandLine& line, std::span<const std::string_view> accepted, std::string_view owner);
 
+// A command's own help text for a flag another command defines (`mxdiff gate --arms` takes
+// other values than `mxdiff bench --arms`).
+struct OwnFlagHelp {
+  std::string_view flag;
+  std::string_view help;
+};
+
 // One line per accepted flag: "  --name=VALUE  help (default: x)"; a bool flag as "--[no]name".
-// `strip_prefix` is removed from the start of each help text ("vectors: ").
-std::string FlagsHelp(std::span<const std::string_view> accepted, std::string_view strip_prefix = "");
+// `strip_prefix` is removed from the start of each help text ("vectors: "); a flag in `own` shows
+// that text instead of its definition's.
+std::string FlagsHelp(std::span<const std::string_view> accepted, std::string_view strip_prefix = "",
+                      std::span<const OwnFlagHelp> own = {});
 
 // The accepted flags no ABSL_FLAG of the binary defines (a programming error a test catches).
 std::vector<std::string> UndefinedFlags(std::span<const std::string_view> accepted);

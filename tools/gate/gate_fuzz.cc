@@ -4,14 +4,14 @@
 // cannot seed it when the layer exceeds the layer case format (hidden 256, intermediate 128, 16
 // experts; DeepSeek V4's does), and the report says so. A finding fails the exactness step; a
 // campaign that could not run or did not fuzz is said and leaves the step to the replays.
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <cstdio>
+#include <string>
+#include <vector>
 #include <filesystem>
 
 #include "fmt/format.h"
 #include "fuzz/formats/layer_case_format.h"
+#include "tools/cli/child_process.h"
 #include "tools/gate/gate_context.h"
 
 namespace mxdiff::gate {
@@ -42,16 +42,12 @@ FuzzOutcome RunFuzzLayer(const GateContext& context) {
   }
   const int seconds = std::max(1, int(context.options.fuzz_seconds));
   const std::string out = (std::filesystem::path(context.findings_dir) / "campaign").string();
-  const std::string command = fmt::format("'{}' --time {} --targets fuzz_layer --build-dir '{}' --out '{}' 2>&1",
-                                          campaign.string(), seconds, build.string(), out);
-  std::string output;
-  int status = -1;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[512];
-    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-    status = ::pclose(pipe);
-  }
-  const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // An argument vector, never a shell (the report folder is the user's); --name=VALUE keeps a folder
+  // that starts with '-' a value.
+  const std::vector<std::string> argv = {campaign.string(), fmt::format("--time={}", seconds), "--targets=fuzz_layer",
+                                         "--build-dir=" + build.string(), "--out=" + out};
+  const absl::StatusOr<cli::ChildRun> run = cli::RunChild(argv, cli::ChildStderr::kMerged);
+  const int exit_status = run.ok() ? run->exit_status : -1;
   const std::string seeded = fits ? "from corpus/fuzz_layer" : "from corpus/fuzz_layer, not seeded with this layer (it exceeds the layer case format)";
   const std::string what = fmt::format("fuzz_layer {} s {} (campaign exit {}; its output in {})", seconds, seeded,
                                        exit_status, out);

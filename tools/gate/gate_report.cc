@@ -5,6 +5,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -136,7 +138,89 @@ std::string GateReportMarkdown(const GateReport& report) {
   if (!report.notes.empty()) text += "\n## notes\n\n";
   for (const std::string& note : report.notes) text += fmt::format("- {}\n", note);
   for (const std::string& figure : report.figures) text += fmt::format("\n![{}]({})\n", figure, figure);
+  return text + fmt::format("\n{}\n", kGateMarkdownMark);
+}
+
+namespace {
+
+// A report file larger than this is not one the gate wrote (bench.json of 43 layers is some MB).
+constexpr uintmax_t kMaxGateFileBytes = uintmax_t(1) << 30;
+
+// The text of `path` where it is a regular file of a size the gate writes; nullopt otherwise
+// (missing, a folder, a FIFO: never opened).
+std::optional<std::string> ReadIfRegular(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return std::nullopt;
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (error || size > kMaxGateFileBytes) return std::nullopt;
+  std::ifstream file(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (!file.good() && !file.eof()) return std::nullopt;
   return text;
+}
+
+// The earlier gate's report.json in DIR, where there is one with the gate's schema.
+std::optional<nlohmann::json> EarlierReportJson(const std::filesystem::path& dir) {
+  const std::optional<std::string> text = ReadIfRegular(dir / "report.json");
+  if (!text) return std::nullopt;
+  nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object() || json.value("schema", "") != kGateReportSchema) return std::nullopt;
+  return json;
+}
+
+// Whether `name` in DIR was written by a gate (`earlier`: the earlier report.json, if the gate's).
+bool WrittenByGate(const std::filesystem::path& dir, std::string_view name,
+                   const std::optional<nlohmann::json>& earlier) {
+  if (name == "report.json") return earlier.has_value();
+  const std::optional<std::string> text = ReadIfRegular(dir / name);
+  if (name == "report.md") {
+    std::string_view body = text ? std::string_view(*text) : std::string_view();
+    while (!body.empty() && body.back() == '\n') body.remove_suffix(1);
+    return text && body.ends_with(kGateMarkdownMark);
+  }
+  if (name == "bench.json") {
+    if (!text) return false;
+    const nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    return json.is_object() && json.value(std::string(kGateWrittenByKey), "") == kGateReportSchema;
+  }
+  // A figure: ours where the earlier report lists it.
+  if (!earlier || !earlier->contains("figures") || !(*earlier)["figures"].is_array()) return false;
+  for (const nlohmann::json& figure : (*earlier)["figures"]) {
+    if (figure.is_string() && figure.get<std::string>() == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string MarkGateBenchJson(const std::string& json) {
+  nlohmann::ordered_json marked = nlohmann::ordered_json::parse(json);
+  marked[std::string(kGateWrittenByKey)] = kGateReportSchema;
+  return marked.dump(1) + "\n";
+}
+
+absl::Status CheckReportFolder(const std::string& dir) {
+  const std::filesystem::path folder(dir);
+  const std::optional<nlohmann::json> earlier = EarlierReportJson(folder);
+  for (std::string_view name : kGateReportFiles) {
+    std::error_code error;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(folder / name, error))) continue;
+    if (!WrittenByGate(folder, name, earlier)) {
+      return absl::InvalidArgumentError(
+          fmt::format("--report={}: {} there was not written by mxdiff gate and would be replaced: move it or choose "
+                      "another folder", dir, name));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void RemoveEarlierReport(const std::string& dir) {
+  const std::filesystem::path folder(dir);
+  const std::optional<nlohmann::json> earlier = EarlierReportJson(folder);
+  for (std::string_view name : kGateReportFiles) {
+    std::error_code ignored;
+    if (WrittenByGate(folder, name, earlier)) std::filesystem::remove(folder / name, ignored);
+  }
 }
 
 absl::Status WriteGateReport(const std::string& dir, const GateReport& report) {

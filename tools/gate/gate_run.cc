@@ -8,9 +8,12 @@
 #include <optional>
 
 #include "fmt/format.h"
+#include "checkpoint/expert_weights.h"
 #include "nlohmann/json.hpp"
 #include "reference/admission.h"
 #include "reference/exit_status.h"
+#include "reference/status_macros.h"
+#include "tools/cli/child_process.h"
 #include "kernels/route.h"
 #include "tools/gate/gate_report.h"
 
@@ -46,25 +49,28 @@ void ModelNotes(GateContext& context, const std::vector<StepResult>& steps) {
                : "the arms' outputs were not compared on the device: whether an accuracy run can change is not decided");
 }
 
-// Runs tools/gate|bench/<script> ARGUMENTS with the first python3 that draws `figure` into `dir`
-// (Debian's python3-matplotlib is /usr/bin/python3's; PATH's python3 may be another one): the
-// figure is listed, else a note says why not.
-void Draw(std::string_view script_path, const std::string& arguments, const std::string& dir, const std::string& figure,
-          GateReport& report) {
+// Runs tools/gate|bench/<script> --json=INPUT --out=DIR/FIGURE with the first python3 that draws
+// it (Debian's python3-matplotlib is /usr/bin/python3's; PATH's python3 may be another one),
+// from an argument vector: DIR is the user's and never reaches a shell. The figure is listed,
+// else a note says why not.
+void Draw(std::string_view script_path, const std::filesystem::path& input, const std::string& dir,
+          const std::string& figure, GateReport& report) {
   const std::filesystem::path script = std::filesystem::exists(script_path)
                                            ? std::filesystem::path(script_path)
                                            : std::filesystem::path(MXDIFF_SOURCE_DIR) / script_path;
-  const std::string all = fmt::format("'{}' {} --out '{}' 2>&1", script.string(), arguments,
-                                      (std::filesystem::path(dir) / figure).string());
-  const std::string command = fmt::format("/usr/bin/python3 {} || python3 {}", all, all);
-  std::string output;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[256];
-    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-    const int status = ::pclose(pipe);
-    if (status == 0) report.figures.push_back(figure);
-    else report.notes.push_back(fmt::format("no figure: {}: {}", figure, LastLine(output.empty() ? "python3 failed" : output)));
+  std::string why = "python3 failed";
+  for (const char* python : {"/usr/bin/python3", "python3"}) {
+    // --name=VALUE: a folder that starts with '-' stays the value.
+    const std::vector<std::string> argv = {python, script.string(), "--json=" + input.string(),
+                                           "--out=" + (std::filesystem::path(dir) / figure).string()};
+    const absl::StatusOr<cli::ChildRun> run = cli::RunChild(argv, cli::ChildStderr::kMerged);
+    if (run.ok() && run->exit_status == 0) {
+      report.figures.push_back(figure);
+      return;
+    }
+    why = !run.ok() ? std::string(run.status().message()) : run->out.empty() ? why : LastLine(run->out);
   }
+  report.notes.push_back(fmt::format("no figure: {}: {}", figure, why));
 }
 
 // The audit's byte histogram per chosen GEMM as a PNG (tools/gate/plot_gate.py), or a note why not.
@@ -81,7 +87,7 @@ void Figures(GateContext& context, const std::string& dir, GateReport& report) {
   }
   const std::filesystem::path input = std::filesystem::path(dir) / ".audit_histograms.json.partial";
   std::ofstream(input) << data.dump();
-  Draw("tools/gate/plot_gate.py", fmt::format("--json '{}'", input.string()), dir, "audit_histograms.png", report);
+  Draw("tools/gate/plot_gate.py", input, dir, "audit_histograms.png", report);
   std::filesystem::remove(input);
 }
 
@@ -92,7 +98,7 @@ constexpr size_t kFigureLayers = 4;
 void BenchFigures(const GateContext& context, const std::string& dir, GateReport& report) {
   if (context.bench.shapes.empty()) return;
   const std::filesystem::path json = std::filesystem::path(dir) / "bench.json";
-  std::ofstream(json) << bench::ReportJson(context.bench);
+  std::ofstream(json) << MarkGateBenchJson(bench::ReportJson(context.bench));
   report.bench_json = "bench.json";
   bench::BenchReport drawn = context.bench;
   const size_t gemms = size_t(std::count_if(context.speed.begin(), context.speed.end(),
@@ -100,7 +106,7 @@ void BenchFigures(const GateContext& context, const std::string& dir, GateReport
   if (drawn.shapes.size() > gemms + kFigureLayers) drawn.shapes.resize(gemms + kFigureLayers);
   const std::filesystem::path input = std::filesystem::path(dir) / ".bench_rounds.json.partial";
   std::ofstream(input) << bench::ReportJson(drawn);
-  Draw("tools/bench/plot_bench.py", fmt::format("--json '{}'", input.string()), dir, "bench_rounds.png", report);
+  Draw("tools/bench/plot_bench.py", input, dir, "bench_rounds.png", report);
   std::filesystem::remove(input);
 }
 
@@ -122,13 +128,56 @@ std::string GateCommandFor(const GateContext& context, std::string_view extra) {
                      fmt::join(arms, ","), extra);
 }
 
+namespace {
+
+// All input is checked before a line is printed, so that bad input is one line on stderr: the
+// report folder, then step 1 (the audit reads every header and scale byte of the checkpoint and
+// finds the chosen layers), then what step 3 would refuse in each chosen layer's headers. Only
+// then is the report folder created. Step 1's result comes back for its progress line.
+absl::StatusOr<StepResult> CheckInputs(const GateRunConfig& config, GateContext& context) {
+  if (!config.report_dir.empty()) MXDIFF_RETURN_IF_ERROR(CheckReportFolder(config.report_dir));
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<StepResult> audit = RunAuditStep(context);
+  if (!audit.ok()) return audit.status();
+  audit->seconds = SecondsSince(start);
+  for (const GateLayer& layer : context.layers) {
+    MXDIFF_RETURN_IF_ERROR(checkpoint::CheckMoeLayerWeights(context.audit.checkpoint, layer.name, context.options.parallel));
+  }
+  if (!config.report_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(config.report_dir, error);
+    if (!std::filesystem::is_directory(config.report_dir)) {
+      return absl::InvalidArgumentError(fmt::format("--report={}: cannot create the folder{}", config.report_dir,
+                                                    error ? fmt::format(" ({})", error.message()) : ""));
+    }
+  }
+  return audit;
+}
+
+void PrintStepDone(int i, const StepResult& step) {
+  fmt::print(stderr, "gate: [{}/{}] {}: {} ({:.1f} s): {}\n", i + 1, kGateSteps, GateStepName(GateStep(i)),
+             StepOutcomeName(step.outcome), step.seconds, step.summary);
+}
+
+}  // namespace
+
 int RunGate(const GateRunConfig& config) {
   GateContext context{.options = config.options, .findings_dir = config.report_dir};
   if (context.findings_dir.empty()) context.findings_dir = "mxdiff-findings";
+  absl::StatusOr<StepResult> audit = CheckInputs(config, context);
+  if (!audit.ok()) {
+    fmt::print(stderr, "mxdiff gate: {}\n", FirstLine(std::string(audit.status().message())));
+    return kExitBadInput;
+  }
+  fmt::print(stderr, "gate: seed {} (replay with --seed={})\n", config.options.seed, config.options.seed);
+  fmt::print(stderr, "gate: [1/{}] {} ...\n", kGateSteps, GateStepName(GateStep::kAudit));
+  PrintStepDone(0, *audit);
+  std::vector<StepResult> steps{*std::move(audit)};
+  // Steps 2-5. An error here is input that only reading the bytes could refuse (a shard changed
+  // or unreadable since step 1): still bad input.
   static constexpr StepFunction kSteps[kGateSteps] = {RunAuditStep, RunProofStep, RunWeightsStep, RunExactnessStep,
                                                       RunSpeedStep};
-  std::vector<StepResult> steps;
-  for (int i = 0; i < kGateSteps; ++i) {
+  for (int i = 1; i < kGateSteps; ++i) {
     fmt::print(stderr, "gate: [{}/{}] {} ...\n", i + 1, kGateSteps, GateStepName(GateStep(i)));
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<StepResult> step = kSteps[i](context);
@@ -137,8 +186,7 @@ int RunGate(const GateRunConfig& config) {
       return kExitBadInput;
     }
     step->seconds = SecondsSince(start);
-    fmt::print(stderr, "gate: [{}/{}] {}: {} ({:.1f} s): {}\n", i + 1, kGateSteps, GateStepName(GateStep(i)),
-               StepOutcomeName(step->outcome), step->seconds, step->summary);
+    PrintStepDone(i, *step);
     steps.push_back(*std::move(step));
   }
   ModelNotes(context, steps);
@@ -151,6 +199,7 @@ int RunGate(const GateRunConfig& config) {
   fmt::print("mxdiff gate: {}: {}\n", GateVerdictName(report.decision.verdict), report.decision.reason);
   for (const std::string& note : context.notes) fmt::print("  {}\n", note);
   if (!config.report_dir.empty()) {
+    RemoveEarlierReport(config.report_dir);  // decided: an earlier gate's files go, the user's stay
     Figures(context, config.report_dir, report);
     BenchFigures(context, config.report_dir, report);
     if (absl::Status written = WriteGateReport(config.report_dir, report); !written.ok()) {

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "fmt/format.h"
+#include "checkpoint/model_config.h"
 #include "nlohmann/json.hpp"
 #include "tools/gate/gate_context.h"
 #include "tools/gate/gate_inputs.h"
@@ -14,20 +15,9 @@
 namespace mxdiff::gate {
 
 int ModelTopK(const std::vector<std::string>& paths, int experts, std::string& source) {
-  const std::filesystem::path first(paths.empty() ? "." : paths.front());
-  std::error_code error;
-  const std::filesystem::path dir = std::filesystem::is_directory(first, error) ? first : first.parent_path();
-  std::ifstream file(dir / "config.json");
-  int top_k = 6;
-  source = "DeepSeek V4's top-6 (no config.json beside the checkpoint)";
-  if (file) {
-    const nlohmann::json config = nlohmann::json::parse(file, nullptr, false);
-    if (!config.is_discarded() && config.contains("num_experts_per_tok") && config["num_experts_per_tok"].is_number_integer()) {
-      top_k = config["num_experts_per_tok"].get<int>();
-      source = fmt::format("config.json num_experts_per_tok = {}", top_k);
-    }
-  }
-  return std::clamp(top_k, 1, std::min(experts, kMaxMoeTopK));
+  checkpoint::ModelTopK top_k = checkpoint::ReadModelTopK(paths, experts);
+  source = std::move(top_k.source);
+  return top_k.top_k;
 }
 
 namespace {

@@ -24,6 +24,8 @@ out=${OUT:-gpu-suite-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$build/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export MXDIFF_SEED=${MXDIFF_SEED:-$(( (RANDOM << 30) ^ (RANDOM << 15) ^ RANDOM ))}
+# A carried build's tests find the corpus and the vectors here, not in the tree it was built from.
+export MXDIFF_CORPUS_DIR=${MXDIFF_CORPUS_DIR:-$PWD/corpus} MXDIFF_VECTORS_DIR=${MXDIFF_VECTORS_DIR:-$PWD/tests/vectors}
 tests=$build/tests/kernels/kernels_gpu_test
 benchmark=$build/tests/kernels/kernel_benchmark
 mxdiff=$build/tools/mxdiff/mxdiff

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "reference/exit_status.h"
+#include "tools/cli/command_line.h"
 
 namespace mxdiff::cli {
 
@@ -23,5 +24,8 @@ int BenchCommand(std::span<const std::string_view> args);           // bench_com
 int AuditCommand(std::span<const std::string_view> args);           // audit_command.cc
 // 0 MERGE, 1 DO-NOT-MERGE, 2 bad input, 3 INCONCLUSIVE (tools/gate/README.md).
 int GateCommand(std::span<const std::string_view> args);            // gate_command.cc
+// `mxdiff gate --help`: its text for the flags bench and calibrate define, and its exit statuses.
+std::span<const OwnFlagHelp> GateOwnFlagHelp();
+extern const std::string_view kGateExitStatuses;
 
 }  // namespace mxdiff::cli

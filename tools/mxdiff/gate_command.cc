@@ -1,7 +1,6 @@
 // mxdiff gate CHECKPOINT: the merge verdict for the folded kernel on a real checkpoint (issue 18;
 // tools/gate/README.md). The flags are parsed and checked here; the steps are tools/gate/.
-#include <cstdio>
-#include <filesystem>
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -10,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
+#include "tools/cli/child_process.h"
 #include "tools/gate/gate_run.h"
 #include "tools/mxdiff/commands.h"
 #include "reference/status_macros.h"
@@ -37,18 +37,16 @@ namespace {
 // The source tree's commit where it is a git checkout (with "+changes" where files differ from
 // it), else the one this binary was configured at.
 std::string ToolCommit() {
-  const std::string command = fmt::format("git -C '{}' describe --always --dirty=+changes --abbrev=12 2>/dev/null",
-                                          MXDIFF_SOURCE_DIR);
-  std::string commit;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[128];
-    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) commit += buffer;
-    if (::pclose(pipe) != 0) commit.clear();
-  }
+  const std::vector<std::string> argv = {"git", "-C", MXDIFF_SOURCE_DIR, "describe", "--always", "--dirty=+changes",
+                                         "--abbrev=12"};
+  const absl::StatusOr<ChildRun> run = RunChild(argv, ChildStderr::kDiscarded);
+  std::string commit = run.ok() && run->exit_status == 0 ? run->out : "";
   while (!commit.empty() && (commit.back() == '\n' || commit.back() == ' ')) commit.pop_back();
   return commit.empty() ? fmt::format("{} (at configure time)", MXDIFF_TOOL_COMMIT) : commit;
 }
 
+// The arms the exactness step replays: each once, and folded among them (the gate judges the
+// folded kernel; a report without it would say nothing about it).
 absl::Status ParseArms(const std::string& text, std::vector<Transform>& arms) {
   arms.clear();
   const std::vector<std::string> parts = absl::StrSplit(text, ',');
@@ -57,6 +55,30 @@ absl::Status ParseArms(const std::string& text, std::vector<Transform>& arms) {
     else if (arm == "folded") arms.push_back(Transform::kFolded);
     else return absl::InvalidArgumentError(fmt::format("--arms: unknown arm '{}' (ordinary, folded)", arm));
   }
+  if (std::find(arms.begin(), arms.end(), Transform::kFolded) == arms.end()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--arms={}: the gate judges the folded kernel, so folded must be one of the arms "
+                    "(--arms=ordinary,folded or --arms=folded)", text));
+  }
+  for (size_t i = 1; i < arms.size(); ++i) {
+    if (std::find(arms.begin(), arms.begin() + i, arms[i]) != arms.begin() + i) {
+      return absl::InvalidArgumentError(fmt::format("--arms={}: {} is listed twice", text, parts[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --layers: "all", or MoE layer names, each once (a layer listed twice would run twice).
+absl::Status ParseLayers(const std::string& text, gate::GateOptions& o) {
+  o.all_layers = text == "all";
+  if (text.empty() || o.all_layers) return absl::OkStatus();
+  o.layers = absl::StrSplit(text, ',');
+  for (size_t i = 0; i < o.layers.size(); ++i) {
+    if (o.layers[i].empty()) return absl::InvalidArgumentError(fmt::format("--layers={}: an empty layer name", text));
+    if (std::find(o.layers.begin(), o.layers.begin() + i, o.layers[i]) != o.layers.begin() + i) {
+      return absl::InvalidArgumentError(fmt::format("--layers={}: {} is listed twice", text, o.layers[i]));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -64,9 +86,7 @@ absl::Status ReadOptions(std::span<const std::string_view> args, gate::GateRunCo
   gate::GateOptions& o = config.options;
   if (args.empty()) return absl::InvalidArgumentError("no checkpoint (usage: mxdiff gate CHECKPOINT [--flags])");
   o.paths.assign(args.begin(), args.end());
-  const std::string layers = absl::GetFlag(FLAGS_layers);
-  o.all_layers = layers == "all";
-  if (!layers.empty() && !o.all_layers) o.layers = std::vector<std::string>(absl::StrSplit(layers, ','));
+  MXDIFF_RETURN_IF_ERROR(ParseLayers(absl::GetFlag(FLAGS_layers), o));
   o.parallel = {.tp = absl::GetFlag(FLAGS_tp), .rank = absl::GetFlag(FLAGS_rank)};
   if (o.parallel.tp < 1 || o.parallel.tp > 1024) return absl::InvalidArgumentError("--tp must be 1..1024");
   if (o.parallel.rank < 0 || o.parallel.rank >= o.parallel.tp) {
@@ -91,28 +111,26 @@ absl::Status ReadOptions(std::span<const std::string_view> args, gate::GateRunCo
 
 }  // namespace
 
+std::span<const OwnFlagHelp> GateOwnFlagHelp() {
+  static constexpr OwnFlagHelp kHelp[] = {
+      {"arms", "gate: the arms the exactness step replays, comma-separated, each once: ordinary, folded; folded must "
+               "be one of them"},
+      {"seed", "gate: seed of the CPU reference cases, the exactness replays and the bench (0: a fresh one, printed)"},
+      {"budget_s", "gate: seconds per bench measurement (sound, swapped, A/A, naive) of the speed step"},
+  };
+  return kHelp;
+}
+
+const std::string_view kGateExitStatuses =
+    "exit status: 0 MERGE (every step ran and passed), 1 DO-NOT-MERGE (a step failed), 2 bad input (one line on "
+    "stderr), 3 INCONCLUSIVE (a step could not run or decide, e.g. no GPU)\n";
+
 int GateCommand(std::span<const std::string_view> args) {
   gate::GateRunConfig config;
-  // A report left by an earlier gate would read as this one's verdict if this one stops: gone first.
-  if (const std::string dir = absl::GetFlag(FLAGS_report); !dir.empty()) {
-    std::error_code ignored;
-    for (const char* name : {"report.json", "report.md", "audit_histograms.png", "bench.json", "bench_rounds.png"}) {
-      std::filesystem::remove(std::filesystem::path(dir) / name, ignored);
-    }
-  }
   if (absl::Status s = ReadOptions(args, config); !s.ok()) {
     fmt::print(stderr, "mxdiff gate: {}\n", std::string(s.message()));
     return kExitBadInput;
   }
-  if (!config.report_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(config.report_dir, error);
-    if (!std::filesystem::is_directory(config.report_dir)) {
-      fmt::print(stderr, "mxdiff gate: --report={}: cannot create the folder\n", config.report_dir);
-      return kExitBadInput;
-    }
-  }
-  fmt::print(stderr, "gate: seed {} (replay with --seed={})\n", config.options.seed, config.options.seed);
   return gate::RunGate(config);
 }
 

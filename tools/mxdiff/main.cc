@@ -23,6 +23,10 @@ struct Command {
   std::string_view summary;
   std::vector<std::string_view> flags;  // the ABSL_FLAGs this command takes, by name
   int (*run)(std::span<const std::string_view>);
+  // Its own help for flags another command defines, and its exit statuses where they differ
+  // from Usage()'s (both for --help).
+  std::span<const mxdiff::cli::OwnFlagHelp> (*own_help)() = nullptr;
+  std::string_view exit_statuses = "";
 };
 
 const Command kCommands[] = {
@@ -42,21 +46,26 @@ const Command kCommands[] = {
     {"audit", "audit a checkpoint's MXFP4 scale bytes per kernel layer against the fold admission rule: PATH...",
      {"format", "keep_going", "pattern", "threads", "max_positions"}, mxdiff::cli::AuditCommand},
     {"gate", "the merge verdict for the folded kernel on a checkpoint: audit, proof, real weights, exactness, speed",
-     {"layers", "tp", "rank", "arms", "cases", "fuzz_time", "report", "seed", "budget_s", "speed_time"}, mxdiff::cli::GateCommand},
+     {"layers", "tp", "rank", "arms", "cases", "fuzz_time", "report", "seed", "budget_s", "speed_time"}, mxdiff::cli::GateCommand,
+     mxdiff::cli::GateOwnFlagHelp, mxdiff::cli::kGateExitStatuses},
 };
 
 std::string Usage() {
   std::string usage = "usage: mxdiff COMMAND [--flags] [ARGS]\n\ncommands:\n";
   for (const Command& command : kCommands) usage += fmt::format("  {:<16} {}\n", command.name, command.summary);
   usage += "\n`mxdiff COMMAND --help` lists the command's flags.\n"
-           "Exit status: 0 success, 1 a check failed, 2 bad input.\n";
+           "Exit status: 0 success, 1 a check failed, 2 bad input (gate: 3 inconclusive).\n";
   return usage;
 }
 
 std::string CommandHelp(const Command& command) {
   std::string help = fmt::format("usage: mxdiff {} [--flags] [ARGS]\n{}\n", command.name, command.summary);
-  help += command.flags.empty() ? "\nflags: none\n"
-                                : "\nflags:\n" + mxdiff::cli::FlagsHelp(command.flags, fmt::format("{}: ", command.name));
+  const std::span<const mxdiff::cli::OwnFlagHelp> own =
+      command.own_help != nullptr ? command.own_help() : std::span<const mxdiff::cli::OwnFlagHelp>();
+  help += command.flags.empty()
+              ? "\nflags: none\n"
+              : "\nflags:\n" + mxdiff::cli::FlagsHelp(command.flags, fmt::format("{}: ", command.name), own);
+  if (!command.exit_statuses.empty()) help += fmt::format("\n{}", command.exit_statuses);
   return help;
 }
 
@@ -105,7 +114,7 @@ static int Main(int argc, char** argv) {
         if (command.name == argv[i]) hint = fmt::format("`mxdiff {} --help` lists its flags", command.name);
       }
     }
-    fmt::print(stderr, "mxdiff: {}\n({})\n", std::string(line.status().message()), hint);
+    fmt::print(stderr, "mxdiff: {} ({})\n", std::string(line.status().message()), hint);
     return kExitBadInput;
   }
   if (line->positional.empty()) {
@@ -118,7 +127,7 @@ static int Main(int argc, char** argv) {
     if (candidate.name == name) command = &candidate;
   }
   if (command == nullptr) {
-    fmt::print(stderr, "mxdiff: unknown command '{}'\n\n{}", name, Usage());
+    fmt::print(stderr, "mxdiff: unknown command '{}' (`mxdiff --help` lists the commands)\n", name);
     return kExitBadInput;
   }
   if (line->help) {
@@ -128,8 +137,8 @@ static int Main(int argc, char** argv) {
   for (const auto& [flag, value] : line->flags) {
     if (std::find(command->flags.begin(), command->flags.end(), flag) != command->flags.end()) continue;
     const std::string owners = Owners(flag);
-    fmt::print(stderr, "mxdiff {}: --{} is not a flag of {}{}\n\n{}", command->name, flag, command->name,
-               owners.empty() ? "" : fmt::format(" (it belongs to: {})", owners), CommandHelp(*command));
+    fmt::print(stderr, "mxdiff {}: --{} is not a flag of {}{}; `mxdiff {} --help` lists its flags\n", command->name,
+               flag, command->name, owners.empty() ? "" : fmt::format(" (it belongs to: {})", owners), command->name);
     return kExitBadInput;
   }
   if (absl::Status status = mxdiff::cli::ApplyFlags(*line, command->flags, fmt::format("mxdiff {}", command->name));

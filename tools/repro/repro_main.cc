@@ -4,7 +4,8 @@
 // the route and fuzz_gemm's checks on every kernel module with the mismatches explained
 // (fuzz/targets/case_repro.cc); fuzz_layer cases the layer check (fuzz/targets/fuzz_layer.cc); any
 // other target its checks. repro names no target: a new one needs no edit here.
-// Exit status: 0 reproduced clean, 1 a mismatch or other finding reproduced, 2 bad input.
+// Exit status: 0 reproduced clean, 1 a mismatch or other finding reproduced, 2 bad input, 3 not
+// checked: a kernel module declined the case (MXDIFF_KERNEL_UNSUPPORTED) and nothing else was found.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -143,9 +144,10 @@ fuzz::ReproOptions OptionsFromFlags() {
 
 // repro --json: tools/repro/README.md documents the fields.
 void PrintJsonVerdict(const std::string& path, const std::vector<fuzz::ReproCheckVerdict>& checks,
-                      const std::vector<TargetFinding>& findings, int status) {
+                      const std::vector<TargetFinding>& findings, const std::vector<std::string>& declined,
+                      int status) {
   nlohmann::json verdict = {{"file", path}, {"exit_status", status}, {"reproduced", !findings.empty()},
-                            {"mutations", SidecarMutations(path)}};
+                            {"mutations", SidecarMutations(path)}, {"declined", declined}};
   verdict["findings"] = nlohmann::json::array();
   for (const TargetFinding& f : findings) {
     verdict["findings"].push_back({{"target", f.target}, {"check", f.check}, {"module", f.module},
@@ -218,8 +220,11 @@ int Run(const std::string& path) {
   if (absl::GetFlag(FLAGS_minimize) && !MinimizeCase(*session, path, findings)) return kExitBadInput;
   if (absl::GetFlag(FLAGS_emit) && !Emit(target, path, bytes, findings)) return kExitBadInput;
   session->Conclude(findings);
-  const int status = findings.empty() ? kExitOk : kExitCheckFailed;
-  if (absl::GetFlag(FLAGS_json)) PrintJsonVerdict(path, session->CheckVerdicts(), findings, status);
+  // A module that declined the case compared nothing: not clean, and not a finding either.
+  const int status = !findings.empty()               ? kExitCheckFailed
+                     : !session->Declined().empty() ? kExitInconclusive
+                                                    : kExitOk;
+  if (absl::GetFlag(FLAGS_json)) PrintJsonVerdict(path, session->CheckVerdicts(), findings, session->Declined(), status);
   return status;
 }
 
@@ -353,7 +358,8 @@ static int Main(int argc, char** argv) {
   const absl::StatusOr<mxdiff::cli::CommandLine> line = mxdiff::cli::SplitCommandLine(argc, argv);
   if (line.ok() && line->help) {
     fmt::print("{}replays a fuzz case (a finding) and explains it (tools/repro/README.md).\n"
-               "Exit status: 0 reproduced clean, 1 a mismatch or other finding reproduced, 2 bad input.\n\n"
+               "Exit status: 0 reproduced clean, 1 a mismatch or other finding reproduced, 2 bad input,\n"
+               "3 not checked (a kernel module declined the case).\n\n"
                "flags:\n{}",
                kUsage, mxdiff::cli::FlagsHelp(kFlags));
     return mxdiff::kExitOk;

@@ -6,6 +6,7 @@
 // skips with a message where no CUDA device exists. MXDIFF_SEED=<n> replays the random parts.
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -28,7 +29,19 @@ namespace {
 
 using testing::OwnedProblem;
 
-constexpr char kV100Vectors[] = MXDIFF_VECTORS_DIR "/v100_hmma884_f32.csv";
+// The recorded vectors: $MXDIFF_VECTORS_DIR where set (a build carried to a GPU machine runs in
+// another folder than the one it was configured from), else the configured source tree's.
+std::string VectorsDir() {
+  const char* dir = std::getenv("MXDIFF_VECTORS_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : MXDIFF_VECTORS_DIR;
+}
+const std::string kV100Vectors = VectorsDir() + "/v100_hmma884_f32.csv";
+
+// Where the vectors are not, every run says so, with or without a device.
+TEST(DeviceReferenceInputs, TheRecordedVectorsAreThere) {
+  ASSERT_TRUE(std::filesystem::is_regular_file(kV100Vectors))
+      << "no vector file " << kV100Vectors << ": set MXDIFF_VECTORS_DIR to the repository's tests/vectors";
+}
 
 class DeviceReferenceTest : public ::testing::Test {
  protected:
@@ -47,7 +60,8 @@ std::string Hex(uint32_t bits) {
 // Every row of the hardware vectors, chained on the device for every model: equal to the CPU
 // model bit for bit, and for v100 equal to what the V100 recorded.
 TEST_F(DeviceReferenceTest, HardwareVectorsAtStepLevel) {
-  ASSERT_TRUE(std::filesystem::exists(kV100Vectors)) << "missing " << kV100Vectors;
+  ASSERT_TRUE(std::filesystem::exists(kV100Vectors))
+      << "no vector file " << kV100Vectors << ": set MXDIFF_VECTORS_DIR to the repository's tests/vectors";
   absl::StatusOr<VectorFile> file = ReadVectorFile(kV100Vectors);
   ASSERT_TRUE(file.ok()) << file.status();
   ASSERT_EQ(file->rows.size(), 2500u);

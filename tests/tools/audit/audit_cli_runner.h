@@ -1,16 +1,12 @@
-// Test helper: `mxdiff audit ARGS` run as users run it, its exit status, stdout and stderr.
+// Test helper: `mxdiff audit ARGS` run as users run it, its exit status, stdout and stderr. The
+// child runs from an argument vector (tools/cli/child_process.h), never through a shell.
 #pragma once
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <array>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "tools/cli/child_process.h"
 
 namespace mxdiff::audit::testing {
 
@@ -20,25 +16,41 @@ struct CliRun {
   std::string err;
 };
 
-// `args` go to a shell as they are (quote what needs it).
-inline CliRun RunAuditCli(const std::string& args) {
-  // One file per process and call: ctest runs these tests in parallel processes.
-  static int calls = 0;
-  const std::string err_file = ::testing::TempDir() + "/audit_cli_runner_stderr." + std::to_string(::getpid()) + "." +
-                               std::to_string(calls++) + ".txt";
-  const std::string command = std::string(MXDIFF_BINARY) + " audit " + args + " 2>" + err_file;
+inline CliRun RunAuditCli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {MXDIFF_BINARY, "audit"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const absl::StatusOr<cli::ChildRun> child = cli::RunChild(argv);
   CliRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer;
-  size_t got;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), got);
-  const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream stream(err_file);
-  run.err.assign(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
-  std::remove(err_file.c_str());
-  return run;
+  if (!child.ok()) {
+    ADD_FAILURE() << child.status();
+    return run;
+  }
+  EXPECT_EQ(child->signal, 0) << "mxdiff audit was killed by signal " << child->signal << ": " << child->err;
+  return {.status = child->exit_status, .out = child->out, .err = child->err};
+}
+
+// `words`: arguments separated by spaces; '...' groups (a space or nothing inside stays one
+// argument, '' is an empty one), and nothing else a shell does happens (no $, *, \ or ;).
+inline CliRun RunAuditCli(const std::string& words) {
+  std::vector<std::string> args;
+  std::string word;
+  bool in_word = false, quoted = false;
+  for (const char c : words) {
+    if (c == '\'') {
+      quoted = !quoted;
+      in_word = true;
+    } else if (c == ' ' && !quoted) {
+      if (in_word) args.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quoted) ADD_FAILURE() << "RunAuditCli: an unclosed ' in: " << words;
+  if (in_word) args.push_back(word);
+  return RunAuditCli(args);
 }
 
 }  // namespace mxdiff::audit::testing

@@ -78,7 +78,7 @@ TEST(AuditFixture, DeepSeekVerdictsPerKernelLayer) {
   for (const KernelLayer& layer : result.plan.layers) verdicts[layer.name] = JudgeLayer(result, layer).admitted;
   std::map<std::string, bool> expected;
   for (int layer = 0; layer < 4; ++layer) {
-    for (const char* kind : {"experts.W13", "experts.W2", "shared_experts.W13", "shared_experts.W2"}) {
+    for (const char* kind : {"experts.W13", "experts.W2"}) {  // the shared expert is their last group
       expected[fmt::format("layers.{}.ffn.{}", layer, kind)] = true;
     }
   }
@@ -88,10 +88,10 @@ TEST(AuditFixture, DeepSeekVerdictsPerKernelLayer) {
   EXPECT_EQ(verdicts, expected);
   const KernelLayer* w13 = FindLayer(result, "layers.0.ffn.experts.W13");
   ASSERT_NE(w13, nullptr) << Missing(result, "kernel layer", "layers.0.ffn.experts.W13");
-  EXPECT_EQ(std::tuple(w13->groups, w13->n, w13->k), std::tuple(4, 128, 256));
+  EXPECT_EQ(std::tuple(w13->groups, w13->n, w13->k), std::tuple(5, 128, 256));
   const KernelLayer* w2 = FindLayer(result, "layers.0.ffn.experts.W2");
   ASSERT_NE(w2, nullptr) << Missing(result, "kernel layer", "layers.0.ffn.experts.W2");
-  EXPECT_EQ(std::tuple(w2->groups, w2->n, w2->k), std::tuple(4, 256, 64));
+  EXPECT_EQ(std::tuple(w2->groups, w2->n, w2->k), std::tuple(5, 256, 64));
   // The shape mismatch is reported on its tensor, not guessed around.
   const KernelLayer* mismatched = FindLayer(result, "layers.3.ffn.experts.W2");
   ASSERT_NE(mismatched, nullptr) << Missing(result, "kernel layer", "layers.3.ffn.experts.W2");
@@ -270,14 +270,14 @@ TEST(AuditFixture, JsonVerdictsAreWhatPrepareAccepts) {
 TEST(AuditFixture, TextSummaryNamesTheRefusedLayersAndTheRule) {
   const std::string text = TextReport(Audit({kFixtures + "/deepseek"}));
   std::printf("%s", text.c_str());
-  EXPECT_NE(text.find("kernel layers: 13 admitted, 3 refused"), std::string::npos);
-  EXPECT_NE(text.find("refused layers.1.ffn.experts.W13 (4 groups x N 128 x K 256)"), std::string::npos);
+  EXPECT_NE(text.find("kernel layers: 5 admitted, 3 refused"), std::string::npos);
+  EXPECT_NE(text.find("refused layers.1.ffn.experts.W13 (5 groups x N 128 x K 256)"), std::string::npos);
   EXPECT_NE(text.find("raw 112 at layers.1.ffn.experts.2.w3.scale[5, 3]"), std::string::npos);
   EXPECT_NE(text.find("raw 255 at layers.2.ffn.experts.0.w2.scale[100, 1]"), std::string::npos);
   EXPECT_NE(text.find("layers.3.ffn.experts.1.w2.scale: scale shape [256, 3] disagrees"), std::string::npos);
   EXPECT_NE(text.find("flushed-to-zero 1 byte (raw 112); nan-dropped 1 byte (raw 255)"), std::string::npos);
   EXPECT_NE(text.find(AdmissionRuleVersion()), std::string::npos);
-  EXPECT_NE(text.find("verdict: 3 of 16 kernel layers refused"), std::string::npos);
+  EXPECT_NE(text.find("verdict: 3 of 8 kernel layers refused"), std::string::npos);
 }
 
 }  // namespace

@@ -93,33 +93,70 @@ TEST(PlanAudit, DeepSeekExpertsFormW13AndW2InKernelOrder) {
   Memory memory = Load({tensors});
   absl::StatusOr<AuditPlan> plan = PlanAudit(memory.checkpoint, {});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  ASSERT_EQ(plan->layers.size(), 4u);
+  // The shared expert is the last group of the routed W13 and W2, as the MoE layer runs it.
+  ASSERT_EQ(plan->layers.size(), 2u);
   EXPECT_EQ(plan->scales.size(), 12u);
   const KernelLayer* w13 = FindLayer(*plan, "layers.1.ffn.experts.W13");
   ASSERT_NE(w13, nullptr);
   EXPECT_EQ(w13->kind, LayerKind::kRoutedW13);
   EXPECT_TRUE(w13->problems.empty());
-  EXPECT_EQ(MemberNames(*plan, *w13), (std::vector<std::string>{
-                                          "layers.1.ffn.experts.0.w1.scale", "layers.1.ffn.experts.0.w3.scale",
-                                          "layers.1.ffn.experts.2.w1.scale", "layers.1.ffn.experts.2.w3.scale",
-                                          "layers.1.ffn.experts.10.w1.scale", "layers.1.ffn.experts.10.w3.scale"}));
-  EXPECT_EQ(w13->groups, 3);
+  EXPECT_EQ(MemberNames(*plan, *w13),
+            (std::vector<std::string>{"layers.1.ffn.experts.0.w1.scale", "layers.1.ffn.experts.0.w3.scale",
+                                      "layers.1.ffn.experts.2.w1.scale", "layers.1.ffn.experts.2.w3.scale",
+                                      "layers.1.ffn.experts.10.w1.scale", "layers.1.ffn.experts.10.w3.scale",
+                                      "layers.1.ffn.shared_experts.w1.scale", "layers.1.ffn.shared_experts.w3.scale"}));
+  EXPECT_EQ(w13->groups, 4);
   EXPECT_EQ(w13->n, 128);  // gate rows then up rows
   EXPECT_EQ(w13->k, 256);
-  EXPECT_EQ(w13->scale_bytes, 6u * 64 * 8);
+  EXPECT_EQ(w13->scale_bytes, 8u * 64 * 8);
   for (size_t i = 0; i < w13->members.size(); ++i) {
     EXPECT_EQ(plan->scales[w13->members[i]].layer_offset, i * 64 * 8);
   }
   const KernelLayer* w2 = FindLayer(*plan, "layers.1.ffn.experts.W2");
   ASSERT_NE(w2, nullptr);
-  EXPECT_EQ(std::tuple(w2->groups, w2->n, w2->k), std::tuple(3, 256, 64));
-  const KernelLayer* shared13 = FindLayer(*plan, "layers.1.ffn.shared_experts.W13");
+  EXPECT_EQ(std::tuple(w2->groups, w2->n, w2->k), std::tuple(4, 256, 64));
+  EXPECT_EQ(MemberNames(*plan, *w2).back(), "layers.1.ffn.shared_experts.w2.scale");
+  EXPECT_EQ(FindLayer(*plan, "layers.1.ffn.shared_experts.W13"), nullptr);
+  EXPECT_EQ(FindLayer(*plan, "layers.1.ffn.shared_experts.W2"), nullptr);
+}
+
+TEST(PlanAudit, ASharedExpertOfAnotherShapeRefusesTheRoutedLayer) {
+  // The loader refuses such a layer (the shared expert must have the routed experts' shape).
+  std::vector<TestTensor> tensors = Expert("layers.0.ffn.experts.0", 64, 256);
+  for (TestTensor& t : Expert("layers.0.ffn.shared_experts", 128, 256)) tensors.push_back(t);
+  Memory memory = Load({tensors});
+  absl::StatusOr<AuditPlan> plan = PlanAudit(memory.checkpoint, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const KernelLayer* w13 = FindLayer(*plan, "layers.0.ffn.experts.W13");
+  ASSERT_NE(w13, nullptr);
+  ASSERT_FALSE(w13->problems.empty());
+  EXPECT_EQ(w13->problems[0].tensor, "layers.0.ffn.shared_experts.w1.scale");
+  EXPECT_NE(w13->problems[0].message.find("disagrees with"), std::string::npos) << w13->problems[0].message;
+}
+
+TEST(PlanAudit, AnFp8SharedExpertOrOneWithoutRoutedExpertsStaysApart) {
+  // V4-Flash: an FP8 shared expert beside MXFP4 routed experts is no kernel layer, and the routed
+  // layers stay as they are (the loader leaves it out).
+  std::vector<TestTensor> tensors = Expert("layers.0.ffn.experts.0", 64, 256);
+  for (TestTensor& t : Expert("layers.0.ffn.shared_experts", 64, 256, "F8_E4M3")) tensors.push_back(t);
+  Memory memory = Load({tensors});
+  absl::StatusOr<AuditPlan> plan = PlanAudit(memory.checkpoint, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->layers.size(), 2u);
+  const KernelLayer* w13 = FindLayer(*plan, "layers.0.ffn.experts.W13");
+  ASSERT_NE(w13, nullptr);
+  EXPECT_TRUE(w13->problems.empty());
+  EXPECT_EQ(w13->groups, 1);
+  // A selection of the shared expert alone keeps it a layer of its own.
+  std::vector<TestTensor> mxfp4 = Expert("layers.0.ffn.experts.0", 64, 256);
+  for (TestTensor& t : Expert("layers.0.ffn.shared_experts", 64, 256)) mxfp4.push_back(t);
+  Memory both = Load({mxfp4});
+  absl::StatusOr<AuditPlan> shared_only = PlanAudit(both.checkpoint, {.pattern = ".*shared_experts.*scale"});
+  ASSERT_TRUE(shared_only.ok()) << shared_only.status();
+  const KernelLayer* shared13 = FindLayer(*shared_only, "layers.0.ffn.shared_experts.W13");
   ASSERT_NE(shared13, nullptr);
   EXPECT_EQ(shared13->kind, LayerKind::kSharedW13);
   EXPECT_EQ(std::tuple(shared13->groups, shared13->n, shared13->k), std::tuple(1, 128, 256));
-  const KernelLayer* shared2 = FindLayer(*plan, "layers.1.ffn.shared_experts.W2");
-  ASSERT_NE(shared2, nullptr);
-  EXPECT_EQ(std::tuple(shared2->groups, shared2->n, shared2->k), std::tuple(1, 256, 64));
 }
 
 TEST(PlanAudit, StructuralProblemsRefuseTheLayerAndAreNamed) {

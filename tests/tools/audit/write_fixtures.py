@@ -117,10 +117,7 @@ def write_deepseek(out, writer):
     for base, raw in raws.items():
         if ".attn." in base:
             layer = None
-        elif ".shared_experts." in base:
-            prefix = base.split(".ffn.")[0]
-            layer = f"{prefix}.ffn.shared_experts.{'W2' if base.endswith('w2') else 'W13'}"
-        else:
+        else:  # the MXFP4 shared expert is the routed layer's last group (checkpoint/README.md)
             prefix = base.split(".ffn.")[0]
             layer = f"{prefix}.ffn.experts.{'W2' if base.endswith('w2') else 'W13'}"
         writer.record(base + ".scale", raw, layer)

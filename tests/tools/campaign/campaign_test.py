@@ -9,7 +9,8 @@ by hand:
 
   python3 tests/tools/campaign/campaign_test.py --repo . --build build-fuzz --fuzzing 1 \\
       --example-kernel build-fuzz/fuzz/libmxdiff_example_kernel.so \\
-      --slow-kernel build-fuzz/tests/tools/campaign/libmxdiff_campaign_slow_kernel.so [-k SUBSTRING]
+      --slow-kernel build-fuzz/tests/tools/campaign/libmxdiff_campaign_slow_kernel.so \\
+      --hostile-kernel build-fuzz/tests/tools/campaign/libmxdiff_hostile_kernel.so [-k SUBSTRING]
 
 Cases that need real libFuzzer binaries run only with --fuzzing 1 (the libFuzzer build's ctest).
 """
@@ -175,13 +176,14 @@ echo "stat::number_of_executed_units: 50" >&2; exit 0""")
     if opt.fuzzing:
         real_scratch = os.path.join(tmp, "scratch-cwd-real")
         os.makedirs(real_scratch)
-        # The slow kernel aborts on every call after its 20th: past fuzz_gemm's start-up (the known
-        # cases), so the worker crashes on a corpus input and so does every merge process.
+        # The slow kernel aborts on every call after its 50th: past fuzz_gemm's start-up (the known
+        # cases, each run twice: the determinism check), so the worker crashes on a corpus input and so
+        # does every merge process.
         cases.append(Case("a real campaign whose merge crashes leaves nothing in the working directory",
                           campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--external", opt.slow_kernel,
                                       "--jobs", "1", "--time", "3", "--out", out, "--progress", "0"], 1,
                           [r"sanitizer/libFuzzer/deadly", r"fuzz_gemm: \d+ input\(s\) crashed the merge \(left out of "
-                           r"the corpus\), kept as \S+/merge-crash-\*"], env={"MXDIFF_SLOW_KERNEL_ABORT_AFTER": "20"},
+                           r"the corpus\), kept as \S+/merge-crash-\*"], env={"MXDIFF_SLOW_KERNEL_ABORT_AFTER": "50"},
                           cwd=real_scratch, check=nothing_in(real_scratch), timeout=300))
 
     # --- issue 19, item c: fuzz_gemm's stats files (one per worker) are reported per worker and in
@@ -357,7 +359,8 @@ echo "==mxdiff== kept going: 7 input(s) found mismatch/x" >&2; exit 0""")
     cases += [
         Case("--keep-going: workers fuzz on and each signature's inputs are summed", campaign + going + ["--keep-going"],
              1, [r"fuzz_dispatch\s+2\s.*\b1 finding\(s\)$", r"FINDINGS: 1 signature\(s\)",
-                 r"^  mismatch/x\n    \S*repro \S+/fuzz_dispatch\.mismatch_x\.\d+\.case   \(14 input\(s\) found it\)$"],
+                 r"^  mismatch/x\n    \S*repro \S+/fuzz_dispatch\.mismatch_x\.\d+\.case   \(14 input\(s\) found it\)   "
+                 r"\(2 inputs kept: \S+/findings/\*\.case\)$"],
              [r"did not fuzz"]),
         Case("without --keep-going the workers are not told to", campaign + going, 0, [r"no findings"]),
     ]
@@ -514,7 +517,147 @@ echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
                                       "--progress", "0"], 3,
                           [r"fuzz_gemm worker 0 \(GPU 0\) did not fuzz: stopped before fuzzing .*MXDIFF_REQUIRE_GPU=1 \(a GPU is "
                            r"present\)"], env=with_gpu, timeout=120))
+    cases += hostile_cases(opt, tmp, campaign, fuzzed, one_line)
     return [case for case in cases if case is not None]
+
+
+def allowing_sanitizer(case):
+    """The case's output may name AddressSanitizer: it is the report of the kernel's own crash."""
+    case.never = [pattern for pattern in case.never if pattern != r"AddressSanitizer"]
+    return case
+
+
+def hostile_cases(opt, tmp, campaign, fuzzed, one_line):
+    """Issue 34: a kernel that breaks the harness is never clean. A worker that crashes before fuzzing
+    (in fuzz_gemm's known cases) is a finding naming the report and the input it ran; a module that
+    declined every case did not fuzz; findings of one signature keep every input; the printed repro
+    command of a Python kernel keeps its environment; --mps without a GPU is refused. Fake targets
+    first (both builds), then the hostile kernel (hostile_kernel.cc) in the libFuzzer build."""
+    cases = []
+    no_gpu_bin = os.path.join(tmp, "no-gpu-bin")  # an nvidia-smi that lists no GPU, so these run on the CPU
+    os.makedirs(no_gpu_bin)
+    write(os.path.join(no_gpu_bin, "nvidia-smi"), b"#!/bin/sh\nexit 0\n", 0o755)
+    no_gpu = {"PATH": no_gpu_bin + os.pathsep + os.environ.get("PATH", "")}
+    crash_build = os.path.join(tmp, "crash-build")
+    os.makedirs(os.path.join(crash_build, "fuzz"))
+    # As fuzz_gemm does: the known case it runs is written to MXDIFF_RUNNING_INPUT, then the kernel crashes.
+    fake_fuzzer(os.path.join(crash_build, "fuzz", "fuzz_reference"), """
+for arg in "$@"; do case "$arg" in -merge=1) exit 0 ;; esac; done
+echo "known" > "$MXDIFF_RUNNING_INPUT"; echo "known case 2 of 9 (fake)" > "$MXDIFF_RUNNING_INPUT.txt"
+echo "==7==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x1" >&2
+echo "SUMMARY: AddressSanitizer: heap-buffer-overflow /x/kernel.cc:10 in run" >&2; exit 1""")
+    fake_fuzzer(os.path.join(crash_build, "fuzz", "fuzz_dispatch"), """
+for arg in "$@"; do case "$arg" in -merge=1) exit 0 ;; esac; done
+kill -SEGV $$""")
+    crash = ["--build-dir", crash_build, "--jobs", "1", "--time", "1", "--out", os.path.join(tmp, "crash-out"),
+             "--progress", "0"]
+    cases += [
+        allowing_sanitizer(Case(
+            "a worker that crashes in initialization is a finding with its report and input",
+            campaign + crash + ["--targets", "fuzz_reference"], 1,
+            [r"^  sanitizer/AddressSanitizer/heap-buffer-overflow\n    \S*repro \S+/running-w0\.case   \(worker 0 "
+             r"crashed before fuzzing, in this input: known case 2 of 9 \(fake\); the report: \S+/worker0\.log\)$",
+             r"campaign: FINDINGS: 1 signature"], [r"clean", r"did not fuzz"])),
+        Case("a worker killed by a signal before fuzzing is a finding, with no input to replay",
+             campaign + crash + ["--targets", "fuzz_dispatch"], 1,
+             [r"^  crash/SIGSEGV\n    worker 0 crashed before fuzzing, before any input ran .*the report: \S+/worker0\.log$"],
+             [r"clean", r"did not fuzz"]),
+    ]
+    declined_build = os.path.join(tmp, "declined-build")
+    os.makedirs(os.path.join(declined_build, "fuzz"))
+    fake_fuzzer(os.path.join(declined_build, "fuzz", "fuzz_gemm"), """
+for arg in "$@"; do case "$arg" in -merge=1) exit 0 ;; esac; done
+printf 'cases 40\\nmodule_runs_ext-fake 40\\nmodule_declined_ext-fake 38\\nmodule_compared_ext-fake 0\\nseconds 1.0\\n' > "$MXDIFF_STATS_FILE"
+""" + fuzzed + "exit 0")
+    cases.append(Case("a module that declined every case did not fuzz",
+                      campaign + ["--build-dir", declined_build, "--targets", "fuzz_gemm", "--external",
+                                  opt.example_kernel, "--jobs", "1", "--time", "1", "--out", os.path.join(tmp, "dec-out"),
+                                  "--progress", "0"], 3,
+                      [r"declined by module \(not compared: .*\): ext-fake 38 of 40 case\(s\) \(95%\), 0 compared",
+                       r"fuzz_gemm worker 0 did not fuzz: module ext-fake declined every case \(38 of 40 declined",
+                       r"NOT FUZZED: 1 worker\(s\) did not fuzz"], [r"clean"], env=no_gpu))
+
+    # Item 10: two workers write one signature for two inputs (each file named by its input's hash):
+    # both are kept and the report says so.
+    twice_build = os.path.join(tmp, "twice-build")
+    os.makedirs(os.path.join(twice_build, "fuzz"))
+    fake_fuzzer(os.path.join(twice_build, "fuzz", "fuzz_dispatch"), """
+for arg in "$@"; do case "$arg" in -merge=1) exit 0 ;; esac; done
+""" + fuzzed + """mkdir -p "$MXDIFF_FINDINGS_DIR"
+echo "input $$" > "$MXDIFF_FINDINGS_DIR/fuzz_dispatch.mismatch_x.$$.case"
+echo "signature: mismatch/x" > "$MXDIFF_FINDINGS_DIR/fuzz_dispatch.mismatch_x.$$.txt"
+echo "==mxdiff== FINDING mismatch/x" >&2; exit 1""")
+    twice_out = os.path.join(tmp, "twice-out")
+
+    def both_kept(_output, _seconds):
+        kept = glob.glob(os.path.join(twice_out, "*", "fuzz_dispatch", "findings", "*.case"))
+        return None if len(kept) == 2 else f"{len(kept)} finding input(s) kept, expected 2"
+    cases.append(Case("two inputs of one signature from two workers are both kept and counted",
+                      campaign + ["--build-dir", twice_build, "--targets", "fuzz_dispatch", "--jobs", "2", "--time",
+                                  "1", "--out", twice_out, "--progress", "0"], 1,
+                      [r"^  mismatch/x\n    \S*repro \S+\.case   \(2 inputs kept: \S+/findings/\*\.case\)$"],
+                      check=both_kept))
+
+    # Item 18: the repro command of a --python finding keeps the kernel's whole environment.
+    python_build = os.path.join(tmp, "python-build")
+    os.makedirs(os.path.join(python_build, "fuzz"))
+    fake_fuzzer(os.path.join(python_build, "fuzz", "fuzz_gemm"), """
+for arg in "$@"; do case "$arg" in -merge=1) exit 0 ;; esac; done
+""" + fuzzed + """mkdir -p "$MXDIFF_FINDINGS_DIR"
+echo x > "$MXDIFF_FINDINGS_DIR/fuzz_gemm.python_raised.1.case"
+echo "signature: python/raised" > "$MXDIFF_FINDINGS_DIR/fuzz_gemm.python_raised.1.txt"
+echo "==mxdiff== FINDING python/raised" >&2; exit 1""")
+    python_env = {**no_gpu, "MXDIFF_PYTHON": "kern:run", "MXDIFF_PYTHON_TIMEOUT": "7",
+                  "MXDIFF_PYTHON_EXECUTABLE": "/opt/venv/bin/python3", "MXDIFF_PYTHON_MODE": "bound"}
+    cases.append(Case("the repro command of a Python kernel's finding keeps its timeout and interpreter",
+                      campaign + ["--build-dir", python_build, "--targets", "fuzz_gemm", "--external",
+                                  opt.example_kernel, "--jobs", "1", "--time", "1", "--out",
+                                  os.path.join(tmp, "python-out"), "--progress", "0"], 1,
+                      [r"^    MXDIFF_PYTHON=kern:run (\S+=\S+ )*MXDIFF_PYTHON_TIMEOUT=7 MXDIFF_PYTHON_EXECUTABLE="
+                       r"/opt/venv/bin/python3 \S+/repro \S+\.case --external="], env=python_env))
+
+    # Item 18: --mps where no target runs on a GPU is refused, not ignored.
+    mps_build = os.path.join(tmp, "mps-cpu-build")
+    os.makedirs(os.path.join(mps_build, "fuzz"))
+    for target in ("fuzz_dispatch", "fuzz_gemm"):
+        fake_fuzzer(os.path.join(mps_build, "fuzz", target), fuzzed + "exit 0")
+    mps_cpu = ["--build-dir", mps_build, "--jobs", "1", "--time", "1", "--mps", "--out",
+               os.path.join(tmp, "mps-cpu-out"), "--progress", "0"]
+    cases += [
+        Case("--mps without a GPU is refused in one line",
+             campaign + mps_cpu + ["--targets", "fuzz_gemm", "--external", opt.example_kernel], 2,
+             [r"^campaign: --mps shares a GPU among its workers, and no target here runs on a GPU "
+              r"\(nvidia-smi -L lists none\): leave --mps out$"], check=one_line, env=no_gpu),
+        Case("--mps without a GPU target is refused in one line", campaign + mps_cpu + ["--targets", "fuzz_dispatch"], 2,
+             [r"^campaign: --mps shares a GPU among its workers, and no target here runs on a GPU "
+              r"\(--targets names no GPU target\): leave --mps out$"], check=one_line, env=no_gpu),
+    ]
+
+    if opt.fuzzing:  # the hostile kernel in real fuzz_gemm workers, on the CPU
+        hostile = campaign + ["--build-dir", opt.build, "--targets", "fuzz_gemm", "--external", opt.hostile_kernel,
+                              "--jobs", "1", "--out", os.path.join(tmp, "hostile-out"), "--progress", "0"]
+        cases += [
+            allowing_sanitizer(Case(
+                "a kernel that segfaults on its first call is a finding, not clean", hostile + ["--time", "3"], 1,
+                [r"^  sanitizer/AddressSanitizer/SEGV\n    \S*repro \S+/running-w0\.case --external=\S+hostile\S*\.so"
+                 r"   \(worker 0 crashed before fuzzing, in this input: known case 1 of \d+ ",
+                 r"campaign: FINDINGS: 1 signature"], [r"clean", r"did not fuzz"],
+                env={**no_gpu, "MXDIFF_HOSTILE_KERNEL": "segv"}, timeout=180)),
+            allowing_sanitizer(Case(
+                "a kernel that writes one element past the output is a finding, not clean", hostile + ["--time", "3"],
+                1, [r"^  sanitizer/AddressSanitizer/heap-buffer-overflow\n    \S*repro \S+/running-w0\.case "
+                    r"--external=\S+   \(worker 0 crashed before fuzzing, in this input: known case 1 of "],
+                [r"clean", r"did not fuzz"], env={**no_gpu, "MXDIFF_HOSTILE_KERNEL": "overflow"}, timeout=180)),
+            Case("a kernel that declines every case is not fuzzed", hostile + ["--time", "5"], 3,
+                 [r"fuzz_gemm worker 0 did not fuzz: module ext-hostile declined every case",
+                  r"declined by module .*: ext-hostile \d+ of \d+ case\(s\) \(\d+%\), 0 compared",
+                  r"NOT FUZZED: 1 worker\(s\) did not fuzz"], [r"clean"],
+                 env={**no_gpu, "MXDIFF_HOSTILE_KERNEL": "decline"}, timeout=180),
+            Case("a kernel that flushes subnormal inputs in place is a finding", hostile + ["--time", "5"], 1,
+                 [r"inputs-modified", r"campaign: FINDINGS: "], [r"clean"],
+                 env={**no_gpu, "MXDIFF_HOSTILE_KERNEL": "flush-in-place"}, timeout=180),
+        ]
+    return cases
 
 
 def elf_type(path):
@@ -523,5 +666,18 @@ def elf_type(path):
     return int.from_bytes(header[16:18], "little") if header[:4] == b"\x7fELF" else None
 
 
+def take_option(name):
+    """Removes `name VALUE` from sys.argv and returns VALUE (contract_cases.main parses the rest)."""
+    if name not in sys.argv:
+        sys.exit(f"campaign_test.py: {name} is required")
+    index = sys.argv.index(name)
+    value = sys.argv[index + 1]
+    del sys.argv[index:index + 2]
+    return os.path.abspath(value)
+
+
 if __name__ == "__main__":
-    sys.exit(contract_cases.main(__doc__, "--slow-kernel", build_cases, "mxdiff-campaign-"))
+    HOSTILE_KERNEL = take_option("--hostile-kernel")
+    sys.exit(contract_cases.main(__doc__, "--slow-kernel",
+                                 lambda opt, tmp: build_cases(setattr(opt, "hostile_kernel", HOSTILE_KERNEL) or opt, tmp),
+                                 "mxdiff-campaign-"))

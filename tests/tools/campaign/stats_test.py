@@ -127,5 +127,31 @@ class Report(unittest.TestCase):
         self.assertTrue([line for line in lines if "time by phase" in line])
 
 
+
+class Declined(unittest.TestCase):
+    """Issue 34: per module, the cases it ran and declined; one that declined every case compared nothing."""
+    MODULES = "module_runs_ext-k 40\nmodule_declined_ext-k 10\nmodule_runs_folded 40\nmodule_declined_folded 0\n"
+
+    def test_counted_summed_and_reported(self):
+        per_worker = [campaign_stats.parse_stats(WORKER0 + self.MODULES),
+                      campaign_stats.parse_stats(WORKER1 + self.MODULES.replace("declined_ext-k 10", "declined_ext-k 30"))]
+        totals = campaign_stats.total(per_worker)
+        self.assertEqual(campaign_stats.module_declines(totals), [("ext-k", 80, 40, 40), ("folded", 80, 0, 80)])
+        self.assertEqual(campaign_stats.modules_that_declined_everything(totals), [])
+        text = "\n".join(campaign_stats.report_lines("fuzz_gemm", per_worker, 20.0, [], 10))
+        self.assertIn("declined by module (not compared: MXDIFF_KERNEL_UNSUPPORTED or out of memory): "
+                      "ext-k 40 of 80 case(s) (50%), 40 compared; folded 0 of 80 case(s) (0%), 80 compared", text)
+
+    def test_a_module_that_declined_every_case(self):
+        stats = campaign_stats.parse_stats(WORKER0 + self.MODULES.replace("declined_ext-k 10", "declined_ext-k 40"))
+        self.assertEqual(campaign_stats.modules_that_declined_everything(stats), [("ext-k", 40, 40)])
+        # declined or refused by the dispatch rules, none compared: the same
+        stats = campaign_stats.parse_stats(WORKER0 + "module_runs_ext-k 40\nmodule_declined_ext-k 37\n"
+                                           "module_compared_ext-k 0\n")
+        self.assertEqual(campaign_stats.modules_that_declined_everything(stats), [("ext-k", 40, 37)])
+        self.assertEqual(campaign_stats.modules_that_declined_everything(campaign_stats.parse_stats(WORKER0)), [])
+        self.assertEqual(campaign_stats.modules_that_declined_everything(None), [])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -7,7 +7,9 @@ suite. Run by ctest (tests/tools/cli/CMakeLists.txt); by hand:
 
   python3 tests/tools/cli/cli_contract_test.py --repo . --build build --fuzzing 0 \\
       --example-kernel build/fuzz/libmxdiff_example_kernel.so \\
-      --test-kernel build/tests/tools/cli/libmxdiff_cli_test_kernel.so [-k SUBSTRING]
+      --test-kernel build/tests/tools/cli/libmxdiff_cli_test_kernel.so \\
+      --hostile-kernel build/tests/tools/campaign/libmxdiff_hostile_kernel.so \\
+      --not-a-kernel build/tests/tools/cli/libmxdiff_not_a_kernel_{no_entry,abi_999,null_entry,bad_name}.so [-k SUBSTRING]
 
 Cases that need real libFuzzer binaries (the campaign fuzzing for a few seconds) run only with
 --fuzzing 1 (the libFuzzer build's ctest); the others run in both builds.
@@ -63,7 +65,7 @@ def build_cases(opt, tmp):
     campaign = [sys.executable, os.path.join(repo, "tools", "campaign", "campaign")]
     run_job = [os.path.join(repo, "run")]
     vectors = sorted(f for f in os.listdir(os.path.join(repo, "tests", "vectors")) if f.startswith("v100_"))
-    has_gpu = subprocess.run("nvidia-smi -L", shell=True, capture_output=True).returncode == 0
+    has_gpu = any(os.access(os.path.join(d, "nvidia-smi"), os.X_OK) for d in os.get_exec_path()) and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
     cases = []
 
     # --- mxdiff: help, flags, commands, hostile files.
@@ -177,6 +179,8 @@ def build_cases(opt, tmp):
                      v1_case(32, 128, 4, [moderate_f16(gen) for _ in range(4 * 128)],
                              [next(gen) % 256 for _ in range(32 * 64)], [120 + next(gen) % 10 for _ in range(32 * 4)]))
     planted = {"MXDIFF_TEST_KERNEL": "flip-if-k-at-least=64"}
+    with open(corpus_case, "rb") as source:
+        clean_copy = write(os.path.join(tmp, "clean-copy.case"), source.read())
     layer_case = os.path.join(repo, "corpus", "fuzz_layer", sorted(os.listdir(os.path.join(repo, "corpus",
                                                                                          "fuzz_layer")))[0])
 
@@ -209,9 +213,10 @@ def build_cases(opt, tmp):
              [repro, big_case, f"--external={opt.test_kernel}", "--minimize"], 1,
              [r"FINDING mismatch/", r"minimized \(signature mismatch/\S+ kept; [1-9]\d* edits of \d+ candidates"],
              env=planted, check=minimized_check, timeout=300),
-        Case("repro --minimize of a clean case says there is nothing to minimize", [repro, corpus_case, "--minimize"],
+        # On a copy in the temporary folder: were the case not clean, the .min would land there, never in corpus/.
+        Case("repro --minimize of a clean case says there is nothing to minimize", [repro, clean_copy, "--minimize"],
              0, [r"--minimize: nothing to minimize \(no finding reproduced\)"],
-             check=lambda out: f"{corpus_case}.min was written" if os.path.exists(corpus_case + ".min") else None),
+             check=lambda out: f"{clean_copy}.min was written" if os.path.exists(clean_copy + ".min") else None),
         Case("repro --minimize of a fuzz_layer case is refused", [repro, layer_case, "--minimize"], 2,
              [r"--minimize works on GEMM cases; .* is a fuzz_layer case"], check=one_line),
         Case("repro --json of a fuzz_layer case is refused", [repro, layer_case, "--json"], 2,
@@ -222,6 +227,37 @@ def build_cases(opt, tmp):
              [r"--minimize-evaluations=0 must be >= 1"], check=one_line),
         Case("repro --minimize-evaluations=x", [repro, corpus_case, "--minimize", "--minimize-evaluations=x"], 2,
              [r"--minimize_evaluations=x: "], check=one_line),
+    ]
+
+    # --- issue 34: a library that is not a kernel is bad input (exit 2) naming what is wrong, never a
+    # finding; a module that declined the case did not check it (exit 3, never "clean"); a kernel that
+    # writes its (const) inputs is a finding.
+    no_entry, abi_999, null_entry, bad_name = opt.not_a_kernel
+    cases += [
+        Case(f"repro --external of a library {what}", [repro, corpus_case, f"--external={library}"], 2,
+             [rf"^repro: --external: external kernel \S+: {says}"], [r"FINDING", r"calibration/no-model", r"reproduced"],
+             check=one_line, timeout=60)
+        for what, library, says in (("without mxdiff_kernel_entry", no_entry, r"no symbol mxdiff_kernel_entry"),
+                                    ("of ABI 999", abi_999, r"ABI version 999, this build speaks 1"),
+                                    ("whose entry returns null", null_entry, r"mxdiff_kernel_entry\(\) returned null"),
+                                    ("whose kernel name has a space", bad_name, r'kernel name "my kernel" is not file-name safe'))
+    ]
+    gen = lcg(23)
+    subnormal_case = write(os.path.join(tmp, "subnormal.case"),
+                           v1_case(8, 32, 1, [0x0001, 0x83FF] + [moderate_f16(gen) for _ in range(30)],
+                                   [next(gen) % 256 for _ in range(8 * 16)], [125] * 8))
+    cases += [
+        Case("repro of a case the module declined is not clean",
+             [repro, corpus_case, f"--external={opt.hostile_kernel}"], 3,
+             [r"^not checked: the module ext-hostile declined this case .*not clean \(exit 3\)$"],
+             [r"reproduced clean"], env={"MXDIFF_HOSTILE_KERNEL": "decline"}, timeout=60),
+        Case("repro --json of a declined case names the module",
+             [repro, corpus_case, f"--external={opt.hostile_kernel}", "--json"], 3,
+             [r'"declined": \[\s*"ext-hostile"\s*\]', r'"exit_status": 3'], env={"MXDIFF_HOSTILE_KERNEL": "decline"},
+             timeout=60),
+        Case("repro of a kernel that flushes its subnormal inputs in place is a finding",
+             [repro, subnormal_case, f"--external={opt.hostile_kernel}"], 1, [r"inputs-modified"],
+             [r"reproduced clean"], env={"MXDIFF_HOSTILE_KERNEL": "flush-in-place"}, timeout=60),
     ]
 
     # --- repro --sequence: a kernel that goes wrong only after a problem with N=16 has run.
@@ -442,9 +478,12 @@ def build_cases(opt, tmp):
              [r"is not a directory, so the folder cannot be created"]),
         Case("campaign --build-dir of a missing build", campaign + ["--build-dir", "/nonexistent", "--out", out], 2,
              [r"no fuzz build at /nonexistent", r"-DMXDIFF_FUZZING=ON"]),
+        # The hint names a separate folder: the user's own build keeps its compiler and flags.
         Case("campaign --build-dir of a replay (non-fuzz) build",
              campaign + ["--build-dir", replay_build, "--targets", "fuzz_transform", "--out", out], 2,
-             [r"fuzz_transform: not a libFuzzer binary", r"without -DMXDIFF_FUZZING=ON"]),
+             [r"fuzz_transform: not a libFuzzer binary", r"without -DMXDIFF_FUZZING=ON",
+              rf"a separate folder: {re.escape(replay_build)} stays as it is", r"-B \S+/build-fuzz -G Ninja",
+              r"campaign --build-dir \S+/build-fuzz"], [rf"-B {re.escape(replay_build)}\s"]),
         Case("campaign with a target not built", campaign + ["--build-dir", partial_build, "--targets", "fuzz_dispatch",
                                                              "--out", out], 2,
              [r"not built in .*partial-build: fuzz_dispatch; build them: ninja -C"]),
@@ -546,6 +585,25 @@ def build_cases(opt, tmp):
     return cases
 
 
+def take_option(name, count):
+    """Removes `name` and its `count` values from sys.argv, returns the values as absolute paths
+    (contract_cases.main parses the rest)."""
+    if name not in sys.argv:
+        sys.exit(f"cli_contract_test.py: {name} is required")
+    index = sys.argv.index(name)
+    values = [os.path.abspath(v) for v in sys.argv[index + 1:index + 1 + count]]
+    del sys.argv[index:index + 1 + count]
+    return values
+
+
 if __name__ == "__main__":
+    # The hostile kernel (tests/tools/campaign/hostile_kernel.cc) and the three libraries that are not
+    # kernels (not_a_kernel.cc: no entry, ABI 999, a null entry, a name with a space).
+    HOSTILE_KERNEL, = take_option("--hostile-kernel", 1)
+    NOT_A_KERNEL = take_option("--not-a-kernel", 4)
+
+    def with_kernels(opt, tmp):
+        opt.hostile_kernel, opt.not_a_kernel = HOSTILE_KERNEL, NOT_A_KERNEL
+        return build_cases(opt, tmp)
     # On a hang, SIGTERM first: the campaign stops its workers on it.
-    sys.exit(contract_cases.main(__doc__, "--test-kernel", build_cases, "mxdiff-cli-", term_grace=10))
+    sys.exit(contract_cases.main(__doc__, "--test-kernel", with_kernels, "mxdiff-cli-", term_grace=10))

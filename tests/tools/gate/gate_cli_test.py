@@ -7,8 +7,11 @@ tests/checkpoint/: 2 layers x 8 experts, hidden 256, intermediate 128, clean and
   report.json's "speed" empty and no bench.json (without a GPU nothing is timed);
 - a planted raw 112 (layers.1, expert 3's w3) / a planted 0xFF (layers.0, expert 5's w2): the audit
   refuses that GEMM with the position, the report says the folded arm falls back on it;
-- missing w3, a scale shape mismatch, a truncated shard, bad flags: exit 2 and one line naming the
-  file, tensor or flag, and nothing that looks like a verdict in --report.
+- missing w3, a scale shape mismatch, a truncated shard, bad flags (arms without folded, a layer
+  twice): exit 2 and exactly one line naming the file, tensor or flag, the report folder untouched;
+- --report=DIR: the user's own report.json/report.md/bench.json there are never replaced, an
+  earlier gate's report is; a folder with a quote or shell syntax in its name is one folder;
+- `mxdiff gate --help` (the gate's arms, seed, exit statuses), `mxdiff UNKNOWN` in one line.
 On a machine with an NVIDIA driver the device steps run; there only steps 1-3 are checked.
 
   gate_cli_test.py --mxdiff BIN --checkpoints DIR --schema FILE
@@ -169,20 +172,34 @@ class Test:
         self.expect(f"{name}: the proof names the differing byte only in refused GEMMs",
                     "only in refused GEMMs, where folded falls back" in steps["proof"]["summary"], steps["proof"]["summary"])
 
+    def earlier_report(self, out):
+        """DIR holding an earlier gate's report (the clean run's) and a file of the user's; their bytes."""
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(os.path.join(self.tmp, "clean"), out)
+        with open(os.path.join(out, "notes.txt"), "w") as file:
+            file.write("the user's own notes\n")
+        return self.contents(out)
+
+    def contents(self, out):
+        found = {}
+        for name in sorted(os.listdir(out)) if os.path.isdir(out) else []:
+            path = os.path.join(out, name)
+            if os.path.isfile(path):
+                with open(path, "rb") as file:
+                    found[name] = file.read()
+        return found
+
     def bad_input(self, name, checkpoint, flags, says):
+        """Exit 2, exactly one line on stderr (no seed or progress line before it), nothing on stdout,
+        and the report folder as it was: nothing is removed before the gate has decided."""
         out = os.path.join(self.tmp, name)
-        os.makedirs(out, exist_ok=True)  # an earlier gate's verdict there must not survive this one's failure
-        for stale in ("report.json", "report.md"):
-            with open(os.path.join(out, stale), "w") as file:
-                file.write("MERGE (an earlier run)\n")
+        before = self.earlier_report(out)
         run, _ = self.gate(name, checkpoint, *flags)
-        lines = run.stderr.strip().splitlines()
-        errors = [line for line in lines if not line.startswith("gate: ")]
+        lines = run.stderr.splitlines()
         self.expect(f"{name}: exit 2", run.returncode == 2, f"exit {run.returncode}: {run.stderr[-1500:]}")
-        self.expect(f"{name}: one line naming it", len(errors) == 1 and says in errors[0], errors)
+        self.expect(f"{name}: exactly one line naming it", len(lines) == 1 and says in lines[0], lines)
         self.expect(f"{name}: nothing on stdout", run.stdout == "", run.stdout)
-        left = os.listdir(out) if os.path.isdir(out) else []
-        self.expect(f"{name}: no verdict in --report", not [f for f in left if f.startswith("report")], left)
+        self.expect(f"{name}: the report folder as it was", self.contents(out) == before, sorted(self.contents(out)))
 
     def bad_inputs(self):
         ckpt = lambda name: os.path.join(self.args.checkpoints, name)
@@ -194,6 +211,11 @@ class Test:
         self.bad_input("unknown arm", ckpt("clean"), ["--arms=ordinary,fast"], "--arms: unknown arm 'fast'")
         self.bad_input("speed time negative", ckpt("clean"), ["--speed_time=-1"], "--speed_time must be 0..86400")
         self.bad_input("no checkpoint", "--cases=2", [], "no checkpoint")
+        self.bad_input("a layer twice", ckpt("clean"), ["--layers=layers.0,layers.0"], "--layers=layers.0,layers.0: "
+                       "layers.0 is listed twice")
+        for arms in ("ordinary", "ordinary,ordinary"):
+            self.bad_input(f"arms {arms}", ckpt("clean"), [f"--arms={arms}"], "the gate judges the folded kernel")
+        self.bad_input("arms folded,folded", ckpt("clean"), ["--arms=folded,folded"], "folded is listed twice")
         truncated = os.path.join(self.tmp, "truncated")
         shutil.copytree(ckpt("clean"), truncated)
         shard = os.path.join(truncated, "model-00001-of-00002.safetensors")
@@ -203,6 +225,80 @@ class Test:
         with open(garbage, "wb") as file:
             file.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all")
         self.bad_input("malformed shard", garbage, [], "garbage.safetensors")
+
+
+    def report_folder(self):
+        """The user's own report.json, report.md or bench.json in --report=DIR is never replaced: the
+        gate refuses the folder before it runs (and at bad input leaves it alone). An earlier gate's
+        report is replaced once the gate has decided, its bench.json and figures with it."""
+        clean = os.path.join(self.args.checkpoints, "clean")
+        for own in ("report.json", "report.md", "bench.json"):
+            for flags, says in (([], f"{own} there was not written by mxdiff gate"), (["--tp=3"], "tp=3 does not divide")):
+                name = f"user's {own} {' '.join(flags) or 'a run'}"
+                out = os.path.join(self.tmp, name)
+                os.makedirs(out)
+                with open(os.path.join(out, own), "w") as file:
+                    file.write('{"schema": "mine", "verdict": "MERGE"}\n' if own.endswith(".json") else "# my notes\n")
+                before = self.contents(out)
+                run, _ = self.gate(name, clean, *flags)
+                lines = run.stderr.splitlines()
+                if not flags:
+                    self.expect(f"{name}: exit 2, one line naming the file", run.returncode == 2 and len(lines) == 1
+                                and says in lines[0], run.stderr[-1500:])
+                else:
+                    self.expect(f"{name}: exit 2", run.returncode == 2, run.stderr[-1500:])
+                self.expect(f"{name}: the user's file survives", self.contents(out) == before, sorted(self.contents(out)))
+        out = os.path.join(self.tmp, "again")
+        self.earlier_report(out)
+        with open(os.path.join(out, "report.json")) as file:
+            earlier = json.load(file)
+        earlier["figures"].append("bench_rounds.png")  # as an earlier gate on a GPU leaves it
+        earlier["reason"] = "the earlier gate's"
+        with open(os.path.join(out, "report.json"), "w") as file:
+            json.dump(earlier, file)
+        with open(os.path.join(out, "bench_rounds.png"), "wb") as file:
+            file.write(b"an earlier gate's figure")
+        with open(os.path.join(out, "bench.json"), "w") as file:
+            json.dump({"shapes": [], "written_by": "mxdiff-gate/1"}, file)
+        run, _ = self.gate("again", clean)
+        left = self.contents(out)
+        report = json.loads(left.get("report.json", b"{}"))
+        self.expect("again: the earlier report is replaced", run.returncode in (0, 1, 3) and
+                    report.get("reason") not in (None, "the earlier gate's"), run.stderr[-1500:])
+        self.expect("again: its bench.json and figure go, the user's notes stay",
+                    "bench.json" not in left and "bench_rounds.png" not in left and "notes.txt" in left, sorted(left))
+
+    def quoted_report_folder(self):
+        """--report with a quote and with shell syntax in it: one folder, the figure drawn in it where
+        matplotlib is there, and no command run."""
+        cwd = os.path.join(self.tmp, "cwd")
+        os.makedirs(cwd)
+        has_matplotlib = subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"],
+                                        capture_output=True).returncode == 0
+        for name in ("John's run", "it's';touch PWNED;'"):
+            out = os.path.join(cwd, "x", name)
+            argv = [os.path.abspath(self.args.mxdiff), "gate", os.path.abspath(os.path.join(self.args.checkpoints, "clean")), "--tp=4", "--cases=2",
+                    "--seed=5", "--budget_s=1", f"--report={out}"]
+            run = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=cwd)
+            self.expect(f"report {name!r}: decided", run.returncode in (0, 1, 3), run.stderr[-1500:])
+            figure = os.path.exists(os.path.join(out, "audit_histograms.png"))
+            self.expect(f"report {name!r}: the figure in the folder" + ("" if has_matplotlib else " (no matplotlib)"),
+                        figure or not has_matplotlib, sorted(os.listdir(out)) if os.path.isdir(out) else "no folder")
+            planted = [os.path.join(d, f) for d, _, files in os.walk(self.tmp) for f in files if f == "PWNED"]
+            self.expect(f"report {name!r}: no command ran", not planted, planted)
+
+    def usage(self):
+        """`mxdiff gate --help` lists the gate's own arms, seed and exit statuses; `mxdiff UNKNOWN` is one line."""
+        run = subprocess.run([self.args.mxdiff, "gate", "--help"], capture_output=True, text=True, timeout=60)
+        text = run.stdout
+        self.expect("gate --help: exit 0", run.returncode == 0, run.stderr)
+        self.expect("gate --help: the exit statuses 0/1/2/3",
+                    all(s in text for s in ("0 MERGE", "1 DO-NOT-MERGE", "2 bad input", "3 INCONCLUSIVE")), text)
+        self.expect("gate --help: no bench arms, no calibrate seed",
+                    "ext:" not in text and "calibrate" not in text and "folded must be one of them" in text, text)
+        run = subprocess.run([self.args.mxdiff, "frobnicate"], capture_output=True, text=True, timeout=60)
+        self.expect("mxdiff UNKNOWN: exit 2 and one line", run.returncode == 2 and len(run.stderr.splitlines()) == 1 and
+                    "unknown command 'frobnicate'" in run.stderr, run.stderr)
 
 
 def main():
@@ -219,6 +315,9 @@ def main():
     test.planted("nan_rank0", "layers.1", "W2", "raw 255 at layers.1.ffn.experts.5.w2.scale [7, 0]",
                  "ordinary (falls back: this rank's slice refused: 1 scale byte outside")
     test.bad_inputs()
+    test.report_folder()
+    test.quoted_report_folder()
+    test.usage()
     shutil.rmtree(test.tmp, ignore_errors=True)
     print(f"{len(test.failures)} failure(s)")
     return 1 if test.failures else 0
