@@ -8,7 +8,7 @@
 #include "checkpoint/strict_json.h"
 #include "reference/exit_status.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 AuditResult AuditCheckpoint(Checkpoint checkpoint, const ByteSource& source, const AuditOptions& options) {
   AuditResult result;
@@ -188,4 +188,4 @@ std::vector<uint64_t> Coordinates(uint64_t index, std::span<const uint64_t> shap
   return coordinates;
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -17,7 +17,7 @@
 #include "checkpoint/scale_plan.h"
 #include "checkpoint/scale_scan.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 struct AuditOptions {
   SelectionOptions selection;
@@ -101,4 +101,4 @@ std::string TextReport(const AuditResult& result);
 inline constexpr std::string_view kAuditReportSchema = "mxdiff-audit/1";
 std::string JsonReport(const AuditResult& result);  // schema: checkpoint/README.md
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -6,7 +6,7 @@
 #include "fmt/core.h"
 #include "checkpoint/strict_json.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 absl::Status TensorError(std::string_view file, std::string_view tensor, std::string_view message) {
   absl::Status status = absl::InvalidArgumentError(fmt::format("{}: tensor {}: {}", file, Quoted(tensor), message));
@@ -25,4 +25,4 @@ AuditError ErrorOf(std::string_view file, const absl::Status& status) {
   return AuditError{std::string(file), TensorOfError(status), std::string(status.message())};
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 struct AuditError {
   std::string file;
@@ -23,4 +23,4 @@ absl::Status TensorError(std::string_view file, std::string_view tensor, std::st
 std::string TensorOfError(const absl::Status& status);  // "" when the status names no tensor
 AuditError ErrorOf(std::string_view file, const absl::Status& status);
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

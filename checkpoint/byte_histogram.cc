@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 void CountBytesScalar(std::span<const uint8_t> bytes, ScaleHistogram& histogram) {
   // Eight tables, so that a run of equal bytes does not wait on one counter's store each time.
@@ -33,4 +33,4 @@ void CountBytes(std::span<const uint8_t> bytes, ScaleHistogram& histogram) {
   }
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -8,7 +8,7 @@
 
 #include "reference/admission.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 // Adds the count of each byte value of `bytes` to `histogram`.
 void CountBytes(std::span<const uint8_t> bytes, ScaleHistogram& histogram);
@@ -19,4 +19,4 @@ bool CountBytesAvx2Supported();
 void CountBytesAvx2(const uint8_t* bytes, size_t size, uint64_t* histogram);  // only if supported
 }  // namespace internal
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -11,7 +11,7 @@
 
 #include "checkpoint/byte_histogram.h"
 
-namespace mxdiff::audit::internal {
+namespace mxdiff::checkpoint::internal {
 
 bool CountBytesAvx2Supported() {
   static const bool supported = [] {
@@ -146,4 +146,4 @@ void CountBytesAvx2(const uint8_t* bytes, size_t size, uint64_t* histogram) {
 #pragma GCC pop_options
 #endif
 
-}  // namespace mxdiff::audit::internal
+}  // namespace mxdiff::checkpoint::internal

@@ -10,7 +10,7 @@
 
 #include "fmt/core.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 ByteWindow& ByteWindow::operator=(ByteWindow&& other) noexcept {
   if (this != &other) {
@@ -134,4 +134,4 @@ absl::StatusOr<ByteWindow> MemoryFiles::Window(size_t file, uint64_t offset, uin
   return ByteWindow(bytes.subspan(size_t(offset), size_t(length)), nullptr, 0);
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 // Bytes [offset, offset + length) of one file, valid while the window lives.
 class ByteWindow {
@@ -81,4 +81,4 @@ class MemoryFiles final : public ByteSource {
   std::vector<std::span<const uint8_t>> files_;
 };
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

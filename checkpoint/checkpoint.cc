@@ -11,7 +11,7 @@
 #include "fmt/core.h"
 #include "checkpoint/strict_json.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
@@ -355,4 +355,4 @@ Checkpoint LoadCheckpoint(const std::vector<std::string>& paths, bool keep_going
   return checkpoint;
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -17,7 +17,7 @@
 #include "checkpoint/audit_error.h"
 #include "checkpoint/safetensors_header.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 struct CheckpointFile {
   std::string path;
@@ -86,4 +86,4 @@ Checkpoint LoadCheckpoint(const std::vector<std::string>& paths, bool keep_going
 // Duplicate names across files become errors.
 void AddCheckpointFile(Checkpoint& checkpoint, std::string path, SafetensorsHeader header);
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -15,10 +15,10 @@
 namespace mxdiff::checkpoint {
 namespace {
 
-using audit::Checkpoint;
-using audit::Dtype;
-using audit::TensorInfo;
-using audit::TensorRef;
+using checkpoint::Checkpoint;
+using checkpoint::Dtype;
+using checkpoint::TensorInfo;
+using checkpoint::TensorRef;
 
 // One projection of one expert: `{stem}.weight` [rows, K/2] packed codes and `{stem}.scale`
 // [rows, K/32] raw E8M0 bytes.
@@ -38,7 +38,7 @@ std::string InputsOf(const Checkpoint& checkpoint) {
 
 absl::Status Missing(const Checkpoint& checkpoint, const std::string& tensor, std::string_view why) {
   return absl::InvalidArgumentError(
-      fmt::format("{}: tensor {} is missing ({})", InputsOf(checkpoint), audit::Quoted(tensor), why));
+      fmt::format("{}: tensor {} is missing ({})", InputsOf(checkpoint), checkpoint::Quoted(tensor), why));
 }
 
 bool IsPackedCodes(Dtype dtype) { return dtype == Dtype::kU8 || dtype == Dtype::kI8; }
@@ -51,9 +51,9 @@ absl::StatusOr<Projection> FindProjection(const Checkpoint& checkpoint, const st
   if (weight == nullptr) return Missing(checkpoint, weight_name, why);
   const std::string& file = checkpoint.files[p.weight.file].path;
   if (!IsPackedCodes(weight->dtype) || weight->shape.size() != 2) {
-    return audit::TensorError(file, weight_name,
+    return checkpoint::TensorError(file, weight_name,
                               fmt::format("is {} {}, not packed MXFP4 codes (U8 or I8, [rows, K/2])",
-                                          audit::DtypeName(weight->dtype), audit::FormatShape(weight->shape)));
+                                          checkpoint::DtypeName(weight->dtype), checkpoint::FormatShape(weight->shape)));
   }
   const TensorInfo* scale = checkpoint.Find(scale_name, &p.scale);
   if (scale == nullptr) return Missing(checkpoint, scale_name, why);
@@ -62,11 +62,11 @@ absl::StatusOr<Projection> FindProjection(const Checkpoint& checkpoint, const st
   const std::vector<uint64_t> expected = {p.rows, p.k / kBlockK};
   if ((scale->dtype != Dtype::kF8E8M0 && scale->dtype != Dtype::kU8) || p.k % kBlockK != 0 ||
       scale->shape != expected) {
-    return audit::TensorError(
+    return checkpoint::TensorError(
         checkpoint.files[p.scale.file].path, scale_name,
         fmt::format("{} {} does not match its weight {} {} (expected F8_E8M0 or U8 {}: one byte per 32 codes)",
-                    audit::DtypeName(scale->dtype), audit::FormatShape(scale->shape), audit::Quoted(weight_name),
-                    audit::FormatShape(weight->shape), audit::FormatShape(expected)));
+                    checkpoint::DtypeName(scale->dtype), checkpoint::FormatShape(scale->shape), checkpoint::Quoted(weight_name),
+                    checkpoint::FormatShape(weight->shape), checkpoint::FormatShape(expected)));
   }
   return p;
 }
@@ -75,13 +75,13 @@ absl::Status CheckShape(const Checkpoint& checkpoint, const Projection& p, uint6
                         std::string_view against) {
   if (p.rows == rows && p.k == k) return absl::OkStatus();
   const std::string name = p.stem + ".weight";
-  return audit::TensorError(checkpoint.files[p.weight.file].path, name,
+  return checkpoint::TensorError(checkpoint.files[p.weight.file].path, name,
                             fmt::format("holds {} rows of K = {}, but {} has {} rows of K = {}", p.rows, p.k,
                                         against, rows, k));
 }
 
 // Bytes [first, first + count) of every row of a 2-D tensor of `row_bytes` per row, appended.
-absl::Status AppendSlice(const Checkpoint& checkpoint, const audit::ByteSource& source, TensorRef ref,
+absl::Status AppendSlice(const Checkpoint& checkpoint, const checkpoint::ByteSource& source, TensorRef ref,
                          uint64_t row_bytes, uint64_t row_begin, uint64_t row_end, uint64_t first, uint64_t count,
                          std::vector<uint8_t>& out, std::vector<uint8_t>& buffer) {
   const TensorInfo& tensor = checkpoint.tensor(ref);
@@ -89,7 +89,7 @@ absl::Status AppendSlice(const Checkpoint& checkpoint, const audit::ByteSource& 
   const uint64_t offset = data_start + tensor.begin + row_begin * row_bytes;
   absl::StatusOr<std::span<const uint8_t>> bytes =
       source.Read(ref.file, offset, (row_end - row_begin) * row_bytes, buffer);
-  if (!bytes.ok()) return audit::TensorError(checkpoint.files[ref.file].path, tensor.name, std::string(bytes.status().message()));
+  if (!bytes.ok()) return checkpoint::TensorError(checkpoint.files[ref.file].path, tensor.name, std::string(bytes.status().message()));
   for (uint64_t row = 0; row < row_end - row_begin; ++row) {
     const auto begin = bytes->begin() + std::ptrdiff_t(row * row_bytes + first);
     out.insert(out.end(), begin, begin + std::ptrdiff_t(count));
@@ -110,14 +110,14 @@ absl::StatusOr<Expert> FindExpert(const Checkpoint& checkpoint, const std::strin
   absl::StatusOr<Projection> w3 = FindProjection(checkpoint, prefix + ".w3", why);
   if (!w3.ok()) return w3.status();
   // w1 and w3 [I, H/2], w2 [H, I/2].
-  MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, *w3, w1->rows, w1->k, audit::Quoted(w1->stem + ".weight")));
+  MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, *w3, w1->rows, w1->k, checkpoint::Quoted(w1->stem + ".weight")));
   MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, *w2, w1->k, w1->rows,
-                                    fmt::format("{} transposed", audit::Quoted(w1->stem + ".weight"))));
+                                    fmt::format("{} transposed", checkpoint::Quoted(w1->stem + ".weight"))));
   return Expert{*w1, *w2, *w3};
 }
 
 // Appends one expert's W13 (w1 then w3 rows of this rank) and W2 (this rank's K columns).
-absl::Status AppendExpert(const Checkpoint& checkpoint, const audit::ByteSource& source, const Expert& expert,
+absl::Status AppendExpert(const Checkpoint& checkpoint, const checkpoint::ByteSource& source, const Expert& expert,
                           const MoeLayerWeights& w, std::vector<uint8_t>& buffer, MoeLayerWeights& out) {
   const uint64_t hidden = uint64_t(w.hidden), slice = uint64_t(w.intermediate);
   const uint64_t row_begin = uint64_t(w.parallel.rank) * slice, row_end = row_begin + slice;
@@ -179,7 +179,7 @@ absl::Status NoRoutedExpertError(const Checkpoint& checkpoint, std::string_view 
       return absl::UnimplementedError(
           fmt::format("{}: {} holds gpt-oss experts ({}): not loaded (its gate_up rows interleave gate and up, and its "
                       "activation and biases are not the MoE layer's)",
-                      checkpoint.files[ref.file].path, audit::Quoted(layer), audit::Quoted(name)));
+                      checkpoint.files[ref.file].path, checkpoint::Quoted(layer), checkpoint::Quoted(name)));
     }
   }
   std::string known;
@@ -187,7 +187,7 @@ absl::Status NoRoutedExpertError(const Checkpoint& checkpoint, std::string_view 
   return absl::NotFoundError(
       fmt::format("{}: layer {} has no routed expert ({}.ffn.experts.{{e}}.w1.weight); MoE "
                   "layers in the checkpoint: {}",
-                  InputsOf(checkpoint), audit::Quoted(layer), layer, known.empty() ? "none" : known));
+                  InputsOf(checkpoint), checkpoint::Quoted(layer), layer, known.empty() ? "none" : known));
 }
 
 // Routed experts 0 .. count - 1 of `layer`, every one of expert 0's shape.
@@ -201,7 +201,7 @@ absl::StatusOr<std::vector<Expert>> FindRoutedExperts(const Checkpoint& checkpoi
     if (!experts.empty()) {
       const Projection& first = experts.front().w1;
       MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, expert->w1, first.rows, first.k,
-                                        audit::Quoted(first.stem + ".weight")));
+                                        checkpoint::Quoted(first.stem + ".weight")));
     }
     experts.push_back(*std::move(expert));
   }
@@ -212,7 +212,7 @@ absl::StatusOr<std::vector<Expert>> FindRoutedExperts(const Checkpoint& checkpoi
 absl::Status SetLayerSizes(std::string_view layer, const Projection& w1, TensorParallel parallel, MoeLayerWeights& w) {
   w.hidden = int(w1.k);
   w.full_intermediate = int(w1.rows);
-  const std::string where = fmt::format("{} (rows of {})", audit::Quoted(layer), audit::Quoted(w1.stem + ".weight"));
+  const std::string where = fmt::format("{} (rows of {})", checkpoint::Quoted(layer), checkpoint::Quoted(w1.stem + ".weight"));
   if (w.full_intermediate % parallel.tp != 0) {
     return absl::InvalidArgumentError(fmt::format("tp={} does not divide the intermediate size {} of layer {}",
                                                   parallel.tp, w.full_intermediate, where));
@@ -239,18 +239,18 @@ absl::StatusOr<std::optional<Expert>> FindSharedExpert(const Checkpoint& checkpo
   const TensorInfo* s1 = checkpoint.Find(shared_prefix + ".w1.weight", &ref);
   if (s1 != nullptr && !IsPackedCodes(s1->dtype)) {
     w.shared_note = fmt::format("{}: {} is {}, not packed MXFP4 codes: the shared expert is not loaded",
-                                checkpoint.files[ref.file].path, audit::Quoted(s1->name), audit::DtypeName(s1->dtype));
+                                checkpoint.files[ref.file].path, checkpoint::Quoted(s1->name), checkpoint::DtypeName(s1->dtype));
     return std::nullopt;
   }
   absl::StatusOr<Expert> expert = FindExpert(checkpoint, shared_prefix, fmt::format("the shared expert of {}", layer));
   if (!expert.ok()) return expert.status();
-  MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, expert->w1, w1.rows, w1.k, audit::Quoted(w1.stem + ".weight")));
+  MXDIFF_RETURN_IF_ERROR(CheckShape(checkpoint, expert->w1, w1.rows, w1.k, checkpoint::Quoted(w1.stem + ".weight")));
   w.shared_expert = true;
   return *std::move(expert);
 }
 
 // Reads every expert's codes and scales (this rank's slice) into w, in order.
-absl::Status AppendExperts(const Checkpoint& checkpoint, const audit::ByteSource& source,
+absl::Status AppendExperts(const Checkpoint& checkpoint, const checkpoint::ByteSource& source,
                            const std::vector<Expert>& experts, MoeLayerWeights& w) {
   const size_t groups = size_t(w.groups()), hidden = size_t(w.hidden), inter = size_t(w.intermediate);
   w.w13_codes.reserve(groups * 2 * inter * hidden / 2);
@@ -276,7 +276,7 @@ absl::StatusOr<std::vector<Expert>> PlanMoeLayer(const Checkpoint& checkpoint, s
   w.experts = *numbers.rbegin() + 1;
   if (w.experts > kMaxMoeExperts) {
     return absl::InvalidArgumentError(fmt::format("{}: layer {} has expert {}: at most {} experts",
-                                                  InputsOf(checkpoint), audit::Quoted(layer), w.experts - 1,
+                                                  InputsOf(checkpoint), checkpoint::Quoted(layer), w.experts - 1,
                                                   kMaxMoeExperts));
   }
   absl::StatusOr<std::vector<Expert>> experts = FindRoutedExperts(checkpoint, layer, w.experts);
@@ -296,7 +296,7 @@ absl::Status CheckMoeLayerWeights(const Checkpoint& checkpoint, std::string_view
   return PlanMoeLayer(checkpoint, layer, parallel, w).status();
 }
 
-absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint, const audit::ByteSource& source,
+absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint, const checkpoint::ByteSource& source,
                                                     std::string_view layer, TensorParallel parallel) {
   MoeLayerWeights w;
   absl::StatusOr<std::vector<Expert>> experts = PlanMoeLayer(checkpoint, layer, parallel, w);
@@ -307,11 +307,11 @@ absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const Checkpoint& checkpoint
 
 absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const std::vector<std::string>& paths, std::string_view layer,
                                                     TensorParallel parallel) {
-  const Checkpoint checkpoint = audit::LoadCheckpoint(paths, /*keep_going=*/false);
+  const Checkpoint checkpoint = checkpoint::LoadCheckpoint(paths, /*keep_going=*/false);
   if (!checkpoint.errors.empty()) return absl::InvalidArgumentError(checkpoint.errors.front().message);
   std::vector<std::string> files;
-  for (const audit::CheckpointFile& file : checkpoint.files) files.push_back(file.path);
-  const audit::MappedFiles source(std::move(files));
+  for (const checkpoint::CheckpointFile& file : checkpoint.files) files.push_back(file.path);
+  const checkpoint::MappedFiles source(std::move(files));
   return LoadMoeLayerWeights(checkpoint, source, layer, parallel);
 }
 

@@ -57,18 +57,18 @@ struct MoeLayerWeights {
 };
 
 // The MoE layers of a checkpoint ("layers.0", "mtp.0", ...): prefixes with a routed expert's w1.
-std::vector<std::string> MoeLayersOf(const audit::Checkpoint& checkpoint);
+std::vector<std::string> MoeLayersOf(const checkpoint::Checkpoint& checkpoint);
 
 // Errors (InvalidArgument, or NotFound for a layer not in the checkpoint) name the file, the
 // tensor or the value: tp < 1, a rank outside 0..tp-1, a missing w1/w2/w3 or scale, a dtype
 // that is not packed MXFP4, a shape that disagrees between experts or between a weight and its
 // scale, tp not dividing the intermediate size, a W2 slice that is not whole 32-element blocks.
 // A shared expert that is absent, or not MXFP4 (V4-Flash's is FP8), is not loaded (shared_note).
-absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const audit::Checkpoint& checkpoint, const audit::ByteSource& bytes,
+absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const checkpoint::Checkpoint& checkpoint, const checkpoint::ByteSource& bytes,
                                                     std::string_view layer, TensorParallel parallel);
 // LoadMoeLayerWeights's errors that its headers decide, reading no tensor's bytes (the gate checks
 // all its input before it runs).
-absl::Status CheckMoeLayerWeights(const audit::Checkpoint& checkpoint, std::string_view layer, TensorParallel parallel);
+absl::Status CheckMoeLayerWeights(const checkpoint::Checkpoint& checkpoint, std::string_view layer, TensorParallel parallel);
 // The checkpoint at `paths` (as `mxdiff audit` reads them: files, folders, an index); any error
 // reading its headers is returned.
 absl::StatusOr<MoeLayerWeights> LoadMoeLayerWeights(const std::vector<std::string>& paths, std::string_view layer,

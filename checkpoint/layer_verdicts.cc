@@ -7,7 +7,7 @@
 #include "checkpoint/strict_json.h"
 #include "fmt/core.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using nlohmann::json;
@@ -101,4 +101,4 @@ absl::StatusOr<std::vector<uint8_t>> ReadLayerScaleBytes(const Checkpoint& check
   return bytes;
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -14,7 +14,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/scale_plan.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 // Every kernel layer of `mxdiff audit --json` output, as AuditedLayerVerdicts. A layer the
 // report gives no shape (a structural problem) keeps groups = n = k = 0; a refused one keeps
@@ -26,4 +26,4 @@ absl::StatusOr<AuditedLayerVerdict> ReadLayerVerdict(std::string_view json_repor
 absl::StatusOr<std::vector<uint8_t>> ReadLayerScaleBytes(const Checkpoint& checkpoint, const AuditPlan& plan,
                                                          const KernelLayer& layer, const ByteSource& source);
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

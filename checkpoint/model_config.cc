@@ -36,7 +36,7 @@ absl::StatusOr<int64_t> ConfiguredTopK(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   if (!file.good() && !file.eof()) return absl::UnavailableError(fmt::format("{} cannot be read", path.string()));
-  absl::StatusOr<nlohmann::json> config = audit::ParseStrictJson(path.string(), text, kMaxConfigDepth, -1);
+  absl::StatusOr<nlohmann::json> config = checkpoint::ParseStrictJson(path.string(), text, kMaxConfigDepth, -1);
   if (!config.ok()) return absl::InvalidArgumentError(std::string(config.status().message()));
   if (!config->is_object()) return absl::InvalidArgumentError(fmt::format("{} is not a JSON object", path.string()));
   const auto top_k = config->find("num_experts_per_tok");
@@ -45,7 +45,7 @@ absl::StatusOr<int64_t> ConfiguredTopK(const std::filesystem::path& path) {
   }
   if (!top_k->is_number_integer()) {
     return absl::InvalidArgumentError(fmt::format("{}: num_experts_per_tok is {}, not an integer", path.string(),
-                                                  audit::Quoted(top_k->dump(), 40)));
+                                                  checkpoint::Quoted(top_k->dump(), 40)));
   }
   return top_k->is_number_unsigned() ? int64_t(std::min<uint64_t>(top_k->get<uint64_t>(), INT64_MAX))
                                      : top_k->get<int64_t>();

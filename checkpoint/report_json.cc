@@ -6,7 +6,7 @@
 #include "checkpoint/audit.h"
 #include "checkpoint/json_bytes.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -186,4 +186,4 @@ std::string JsonReport(const AuditResult& result) {
   return cli::DumpJson(report) + "\n";
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -7,7 +7,7 @@
 #include "checkpoint/audit.h"
 #include "checkpoint/strict_json.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 constexpr size_t kListedLayers = 20;  // refused layers listed one by one; the rest counted
@@ -212,4 +212,4 @@ std::string TextReport(const AuditResult& result) {
   return text + VerdictLine(result, refused_layers, unindexed_refused);
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

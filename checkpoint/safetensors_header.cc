@@ -15,7 +15,7 @@
 #include "checkpoint/audit_error.h"
 #include "checkpoint/strict_json.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using nlohmann::json;
@@ -275,4 +275,4 @@ absl::StatusOr<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path)
   return ParseSafetensorsHeader(path, json_text, *length, file_size);
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

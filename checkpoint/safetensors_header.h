@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 enum class Dtype : uint8_t {
   kBool, kF4, kF6E2M3, kF6E3M2, kU8, kI8, kF8E5M2, kF8E4M3, kF8E8M0, kF8E4M3Fnuz, kF8E5M2Fnuz,
@@ -65,4 +65,4 @@ absl::StatusOr<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path)
 // "[2048, 128]"
 std::string FormatShape(std::span<const uint64_t> shape);
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -12,7 +12,7 @@
 #include "fmt/core.h"
 #include "checkpoint/strict_json.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 constexpr std::string_view kScaleSuffix = ".scale";     // DeepSeek V4: beside ".weight"
@@ -575,4 +575,4 @@ absl::StatusOr<AuditPlan> PlanAudit(const Checkpoint& checkpoint, const Selectio
   return plan;
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/checkpoint.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 struct SelectionOptions {
   std::optional<std::string> pattern;  // ECMAScript regular expression, matched against whole names
@@ -80,4 +80,4 @@ bool IsPackedFp4(Dtype weight_dtype);  // U8, I8 (two codes a byte) or F4
 // "layers.2.x" < "layers.10.x": digit runs compare as numbers.
 bool NaturalLess(std::string_view a, std::string_view b);
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -13,7 +13,7 @@
 #include "checkpoint/byte_histogram.h"
 #include "checkpoint/strict_json.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 struct Chunk {
@@ -217,4 +217,4 @@ ScanResult ScanScales(const Checkpoint& checkpoint, const AuditPlan& plan, const
   return ScaleScanner(checkpoint, plan, source, options).Run();
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

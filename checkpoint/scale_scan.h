@@ -16,7 +16,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/scale_plan.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 struct TensorScan {
   bool scanned = false;                                  // false: an error kept it from being read
@@ -54,4 +54,4 @@ struct ScanResult {
 ScanResult ScanScales(const Checkpoint& checkpoint, const AuditPlan& plan, const ByteSource& source,
                       const ScanOptions& options);
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

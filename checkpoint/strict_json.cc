@@ -8,7 +8,7 @@
 #include "fmt/core.h"
 #include "checkpoint/audit_error.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using nlohmann::json;
@@ -145,4 +145,4 @@ absl::StatusOr<json> ParseStrictJson(std::string_view file, std::string_view tex
   return absl::InternalError(fmt::format("{}: JSON parse ended in no known state", file));
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 
 // `file` names the input in errors. `max_depth` is the deepest container nesting allowed: 1 for
 // a flat object, 2 for an object of arrays, ... Keys at `tensor_key_depth` (1: the top object's
@@ -23,4 +23,4 @@ absl::StatusOr<nlohmann::json> ParseStrictJson(std::string_view file, std::strin
 // quotes, cut to `max_chars` (names in a fuzzed header can be megabytes long).
 std::string Quoted(std::string_view text, size_t max_chars = 160);
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -60,10 +60,6 @@ constexpr int kBlockSteps = kBlockK / 4;
 constexpr int kInfOrNan = 0x01 | 0x08 | 0x10 | 0x80;  // fpclass: QNaN, +Inf, -Inf, SNaN
 constexpr int kDenormal = 0x20;
 
-alignas(64) constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
-                                         -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-alignas(64) constexpr int32_t kE2m1Field[16] = {kV100ZeroField, 126, 127, 127, 128, 128, 129, 129,
-                                                kV100ZeroField, 126, 127, 127, 128, 128, 129, 129};
 alignas(64) constexpr uint8_t kZeroCodes[64] = {};
 
 // One 32-k block of one 16-column vector, k-major: w[k][lane] and (v100) field[k][lane].
@@ -158,8 +154,8 @@ inline BlockScales ReadScales(const WideTables& tables, const uint8_t* bytes) {
 template <bool kFields>
 void DequantizeBlock(const FastInputs& in, const __m512i words[4], const BlockScales& scales, int v, Panel& panel) {
   if (scales.plain) {
-    const __m512 values = _mm512_load_ps(kE2m1);
-    const __m512i field_table = _mm512_load_si512(kE2m1Field);
+    const __m512 values = _mm512_load_ps(kE2m1.value);
+    const __m512i field_table = _mm512_load_si512(kE2m1.field);
     for (int d = 0; d < 4; ++d) {
       for (int j = 0; j < 8; ++j) {
         const __m512i index = _mm512_srli_epi32(words[d], 4 * j);  // the permutes read bits 3..0
@@ -548,8 +544,8 @@ void RunBlock(const FastInputs& in, int group, int n0, const WideScratch& scratc
   for (int i = 0; i < rows * kVectors * 2 * kLanes; ++i) scratch.state[i] = 0.0f;
 
   CodeSource<kVectors> codes;
-  codes.values = _mm512_load_ps(kE2m1);
-  codes.fields = _mm512_load_si512(kE2m1Field);
+  codes.values = _mm512_load_ps(kE2m1.value);
+  codes.fields = _mm512_load_si512(kE2m1.field);
   const PanelSource from_panel{&panel.w[0][0][0], &panel.field[0][0][0], kBlockK * kLanes};
   alignas(64) __m512i words[kVectors][4][4];  // [v][block % 4][d]
   int split = 0;

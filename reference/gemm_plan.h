@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reference/fp16.h"
+#include "reference/mx_spec.h"
 #include "reference/problem.h"
 #include "reference/split_plan.h"
 #include "reference/step_model.h"
@@ -27,6 +28,25 @@ inline int32_t V100Field(uint16_t h) {
   const int32_t field = int32_t(f32_to_bits(f16_to_f32(h)) >> 23) & 0xFF;
   return field > 113 ? field : 113;
 }
+
+// Each E2M1 code's value as fp32 (codes 8..15 negated, 8 is -0) and its fp32 exponent field
+// (kV100ZeroField for a zero), from mx_spec.h's one value table: the plain-scale test
+// (reference_gemm.cc) and the AVX-512 path's vector lookups (64-byte aligned loads).
+struct alignas(64) E2m1Tables {
+  float value[16];
+  int32_t field[16];
+};
+inline constexpr E2m1Tables kE2m1 = [] {
+  E2m1Tables tables{};
+  for (int code = 0; code < 16; ++code) {
+    const int halves = kE2m1MagnitudeHalves[code & 7];
+    tables.value[code] = (code & 8) ? -float(halves) / 2.0f : float(halves) / 2.0f;
+    int field = 126;  // halves 1: 0.5 = 2^-1
+    for (int h = halves; h > 1; h >>= 1) ++field;
+    tables.field[code] = halves == 0 ? kV100ZeroField : field;
+  }
+  return tables;
+}();
 
 // For the AVX-512 path: a scale byte is "plain" when every code's weight equals
 // E2M1(code) x scale[raw] (scale[raw] being the weight of code 2, the value 1), and plain for

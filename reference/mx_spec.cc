@@ -7,8 +7,7 @@
 namespace mxdiff {
 
 int E2m1Halves(uint8_t code) {
-  static constexpr int kMagnitudeHalves[8] = {0, 1, 2, 3, 4, 6, 8, 12};
-  const int magnitude = kMagnitudeHalves[code & 0x7];
+  const int magnitude = kE2m1MagnitudeHalves[code & 0x7];
   return (code & 0x8) ? -magnitude : magnitude;
 }
 

@@ -20,6 +20,10 @@ struct MxSpecValue {
   double ToDouble() const;  // exact: at most 4 significant bits, exponent within double range
 };
 
+// |e2m1| of codes 0..7 in halves (0, 0.5, 1, 1.5, 2, 3, 4, 6): the one E2M1 value table
+// (docs/numerics.md: formats); codes 8..15 are the same values negated.
+inline constexpr int kE2m1MagnitudeHalves[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+
 // e2m1 code value in halves: 0, 1, 2, 3, 4, 6, 8, 12 and their negatives (code 0x8 is -0).
 int E2m1Halves(uint8_t code);
 MxSpecValue MxSpecElement(uint8_t code, uint8_t raw);

@@ -30,21 +30,17 @@ static DequantTable BuildDequantTable(Transform transform) {
     }
   }
   // The AVX-512 path's plain scale bytes (gemm_plan.h), derived from the values above.
-  constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
-                               -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-  constexpr int32_t kE2m1Field[16] = {kV100ZeroField, 126, 127, 127, 128, 128, 129, 129,
-                                      kV100ZeroField, 126, 127, 127, 128, 128, 129, 129};
   for (int raw = 0; raw < 256; ++raw) {
     const float scale = table.f32[raw * 16 + 2];  // code 2 is the value 1
     const int32_t shift = table.v100_field[raw * 16 + 2] - 127;
     bool plain_value = true, plain_field = true;
     for (int code = 0; code < 16; ++code) {
       const float weight = table.f32[raw * 16 + code];
-      plain_value &= f32_to_bits(weight) == f32_to_bits(kE2m1[code] * scale);
+      plain_value &= f32_to_bits(weight) == f32_to_bits(kE2m1.value[code] * scale);
       if ((table.f16[raw * 16 + code] & 0x7FFF) != 0)
-        plain_field &= table.v100_field[raw * 16 + code] == kE2m1Field[code] + shift;
+        plain_field &= table.v100_field[raw * 16 + code] == kE2m1.field[code] + shift;
       else
-        plain_field &= (kE2m1Field[code] + shift) < 0;  // a zero weight's product is skipped
+        plain_field &= (kE2m1.field[code] + shift) < 0;  // a zero weight's product is skipped
     }
     table.wide.scale[raw] = scale;
     table.wide.field_shift[raw] = shift;

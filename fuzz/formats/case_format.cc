@@ -298,18 +298,20 @@ absl::Status ValidateCase(const FuzzCase& fuzz_case) {
   return absl::OkStatus();
 }
 
-absl::Status DecodeCaseInto(std::span<const uint8_t> bytes, FuzzCase& fuzz_case, Materialize materialize,
-                            MaterializationMemo* memo) {
+absl::Status DecodeCaseFields(std::span<const uint8_t> bytes, FuzzCase& fuzz_case, MaterializationMemo* memo) {
   ByteReader reader(bytes, "case");
   absl::Status status = VisitCase(reader, fuzz_case);
   if (status.ok() && reader.offset() != reader.size()) {
     status = absl::InvalidArgumentError(fmt::format("{} trailing bytes after the case (expected {} bytes in all)",
                                                     reader.size() - reader.offset(), reader.offset()));
   }
-  if (!status.ok()) {
-    if (memo != nullptr) *memo = {};  // the reader may have written any payload vector
-    return status;
-  }
+  if (!status.ok() && memo != nullptr) *memo = {};  // the reader may have written any payload vector
+  return status;
+}
+
+absl::Status DecodeCaseInto(std::span<const uint8_t> bytes, FuzzCase& fuzz_case, Materialize materialize,
+                            MaterializationMemo* memo) {
+  MXDIFF_RETURN_IF_ERROR(DecodeCaseFields(bytes, fuzz_case, memo));
   if (materialize != Materialize::kNo) {
     MaterializeCase(fuzz_case, 0, memo, materialize);
   } else {

@@ -145,6 +145,10 @@ absl::StatusOr<FuzzCase> DecodeCase(std::span<const uint8_t> bytes);
 // allocating); on error the case is unspecified.
 absl::Status DecodeCaseInto(std::span<const uint8_t> bytes, FuzzCase& fuzz_case,
                             Materialize materialize = Materialize::kYes, MaterializationMemo* memo = nullptr);
+// DecodeCaseInto's first half, for a caller that chooses what to materialize from the fields
+// (fuzz_gemm decodes each input once): the fields and explicit payloads, the recipe tensors'
+// vectors left as they were (stale until MaterializeCase, which the memo keeps cheap).
+absl::Status DecodeCaseFields(std::span<const uint8_t> bytes, FuzzCase& fuzz_case, MaterializationMemo* memo = nullptr);
 // InvalidArgument if the case is out of bounds (so no invalid file is ever written).
 absl::StatusOr<std::vector<uint8_t>> EncodeCase(const FuzzCase& fuzz_case);
 // Encodes into `out` (cleared first, capacity reused).

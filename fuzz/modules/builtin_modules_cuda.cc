@@ -14,6 +14,7 @@ namespace {
 
 class DeviceReferenceOracle final : public ReferenceOracle {
  public:
+  explicit DeviceReferenceOracle(std::shared_ptr<DeviceRecipeWeights> weights) : weights_(std::move(weights)) {}
   std::string name() const override { return "device-reference"; }
   absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
                     std::vector<uint16_t>& output) override {
@@ -21,7 +22,7 @@ class DeviceReferenceOracle final : public ReferenceOracle {
   }
 
   // The device way (GoesDeviceWay): the case's codes and scales materialized on the device from
-  // their recipes (SharedDeviceRecipeWeights: the same buffers the kernel modules prepare from)
+  // their recipes (the target's DeviceRecipeWeights: the same buffers the kernel modules prepare from)
   // and handed to the device reference where they are.
   bool MaterializesRecipes() const override { return true; }
   absl::Status GemmCase(const FuzzCase& c, const ReferenceOptions& options, std::vector<uint16_t>& output) override {
@@ -36,15 +37,17 @@ class DeviceReferenceOracle final : public ReferenceOracle {
   }
 
  private:
-  std::shared_ptr<DeviceRecipeWeights> weights_ = SharedDeviceRecipeWeights();
+  std::shared_ptr<DeviceRecipeWeights> weights_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ReferenceOracle>> MakeDeviceReferenceOracle() {
+absl::StatusOr<std::unique_ptr<ReferenceOracle>> MakeDeviceReferenceOracle(
+    std::shared_ptr<DeviceRecipeWeights> device_weights) {
   std::string why;
   if (!DeviceReferenceAvailable(&why)) return absl::UnavailableError(fmt::format("no device reference: {}", why));
-  return std::make_unique<DeviceReferenceOracle>();
+  if (device_weights == nullptr) device_weights = std::make_shared<DeviceRecipeWeights>();
+  return std::make_unique<DeviceReferenceOracle>(std::move(device_weights));
 }
 
 absl::StatusOr<LoadedModules> LoadBuiltinModules() {
@@ -62,7 +65,9 @@ absl::StatusOr<LoadedModules> LoadBuiltinModules() {
   LoadedModules loaded;
   loaded.report = fmt::format("{} calibrated as {}\n{}", shared->DeviceName(), StepModelName(calibration->model),
                               calibration->report);
-  absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> modules = MakeBuiltinModules(shared, calibration->model);
+  loaded.device_weights = std::make_shared<DeviceRecipeWeights>();
+  absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> modules =
+      MakeBuiltinModules(shared, calibration->model, loaded.device_weights);
   if (!modules.ok()) return modules.status();
   loaded.modules = *std::move(modules);
   return loaded;

@@ -9,7 +9,7 @@ absl::StatusOr<LoadedModules> LoadBuiltinModules() {
   return absl::UnavailableError("this build has no CUDA (MXDIFF_HAVE_CUDA off)");
 }
 
-absl::StatusOr<std::unique_ptr<ReferenceOracle>> MakeDeviceReferenceOracle() {
+absl::StatusOr<std::unique_ptr<ReferenceOracle>> MakeDeviceReferenceOracle(std::shared_ptr<DeviceRecipeWeights>) {
   return absl::UnavailableError("this build has no CUDA (MXDIFF_HAVE_CUDA off): no device reference");
 }
 

@@ -40,9 +40,4 @@ absl::StatusOr<const LayerAdmission*> DeviceRecipeWeights::AdmissionOf(const Fuz
   return &*admission_;
 }
 
-std::shared_ptr<DeviceRecipeWeights> SharedDeviceRecipeWeights() {
-  static const std::shared_ptr<DeviceRecipeWeights> shared = std::make_shared<DeviceRecipeWeights>();
-  return shared;
-}
-
 }  // namespace mxdiff::fuzz

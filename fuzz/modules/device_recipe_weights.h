@@ -1,7 +1,9 @@
 // A case's codes and scales materialized on the device from their recipes
 // (fuzz/formats/tensor_recipe_device.h), shared by fuzz_gemm's device reference and the builtin
-// kernel modules of the process: one materialization per case's weights, kept while the next case
-// has the same shape and recipes, and the same device buffers handed to both. Built only with CUDA.
+// kernel modules of one target: one materialization per case's weights, kept while the next case
+// has the same shape and recipes, and the same device buffers handed to both. Made by
+// LoadBuiltinModules (LoadedModules::device_weights), which the target hands to
+// MakeDeviceReferenceOracle: owned by the target's state, never the process's. Built only with CUDA.
 #pragma once
 
 #include <memory>
@@ -35,8 +37,5 @@ class DeviceRecipeWeights {
   std::optional<TensorRecipe> codes_recipe_, scales_recipe_;
   size_t materializations_ = 0;
 };
-
-// The process's one instance (fuzz_gemm's oracle and kernel modules, repro, the GPU tests).
-std::shared_ptr<DeviceRecipeWeights> SharedDeviceRecipeWeights();
 
 }  // namespace mxdiff::fuzz

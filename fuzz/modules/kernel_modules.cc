@@ -14,7 +14,8 @@ namespace {
 // same weights.
 class KernelSession {
  public:
-  explicit KernelSession(std::shared_ptr<GemmRunner> preparer) : preparer_(std::move(preparer)) {}
+  KernelSession(std::shared_ptr<GemmRunner> preparer, std::shared_ptr<DeviceRecipeWeights> device_weights)
+      : preparer_(std::move(preparer)), device_weights_(std::move(device_weights)) {}
 
   absl::StatusOr<const PreparedLayer*> Prepare(const FuzzCase& c) {
     // A layer that reads the shared device weights is kept only while nothing rewrote them.
@@ -71,7 +72,7 @@ class KernelSession {
   };
 
   std::shared_ptr<GemmRunner> preparer_;
-  std::shared_ptr<DeviceRecipeWeights> device_weights_ = SharedDeviceRecipeWeights();
+  std::shared_ptr<DeviceRecipeWeights> device_weights_;
   std::unique_ptr<PreparedLayer> layer_;
   WeightsKey prepared_;
   size_t borrowed_generation_ = 0;  // the shared weights' materializations() the layer reads; 0: owns its own
@@ -158,11 +159,13 @@ KernelRegistry PartialFoldedRegistry(const KernelRegistry& full) {
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(std::shared_ptr<GemmRunner> runner,
-                                                                            StepModel device_model, int device) {
+                                                                            StepModel device_model,
+                                                                            std::shared_ptr<DeviceRecipeWeights> device_weights,
+                                                                            int device) {
   absl::StatusOr<std::unique_ptr<GemmRunner>> partial =
       GemmRunner::CreateWithRegistry(device, PartialFoldedRegistry(runner->registry()));
   if (!partial.ok()) return partial.status();
-  auto session = std::make_shared<KernelSession>(runner);  // one copy of each case's layer for all three
+  auto session = std::make_shared<KernelSession>(runner, std::move(device_weights));  // one copy of each case's layer for all three
   std::vector<std::unique_ptr<GemmModule>> modules;
   modules.push_back(std::make_unique<KernelModule>(runner, session, Transform::kOrdinary, device_model, "ordinary"));
   modules.push_back(std::make_unique<KernelModule>(runner, session, Transform::kFolded, device_model, "folded"));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fuzz/modules/device_recipe_weights.h"
 #include "fuzz/modules/gemm_module.h"
 #include "kernels/gemm_runner.h"
 
@@ -19,8 +20,10 @@ KernelRegistry PartialFoldedRegistry(const KernelRegistry& full);
 
 // What fuzz_gemm, repro and the GPU corpus replay run: "ordinary" and "folded" on `runner`,
 // and "folded-partial" on a second runner over PartialFoldedRegistry (on the same device).
-// `device_model` is the calibration guard's verdict (fuzz/driver/calibration_guard.h).
-absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(std::shared_ptr<GemmRunner> runner,
-                                                                            StepModel device_model, int device = 0);
+// `device_model` is the calibration guard's verdict (fuzz/driver/calibration_guard.h); a case
+// without its weights on the host is prepared from `device_weights` (the device oracle's too).
+absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(
+    std::shared_ptr<GemmRunner> runner, StepModel device_model, std::shared_ptr<DeviceRecipeWeights> device_weights,
+    int device = 0);
 
 }  // namespace mxdiff::fuzz

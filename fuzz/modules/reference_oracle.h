@@ -19,6 +19,8 @@
 
 namespace mxdiff::fuzz {
 
+class DeviceRecipeWeights;  // device_recipe_weights.h (CUDA builds)
+
 class ReferenceOracle {
  public:
   virtual ~ReferenceOracle() = default;
@@ -32,7 +34,7 @@ class ReferenceOracle {
   // Whether the oracle materializes a case's recipe weights itself (the device reference: on the
   // device, once per case's weights), so that they never cross PCIe: the differential then calls
   // GemmCase instead of Gemm for a large case whose codes and scales both come from recipes
-  // (GoesDeviceWay, fuzz/checks/gemm_differential.h).
+  // (GoesDeviceWay, fuzz/oracle/reference_service.h).
   virtual bool MaterializesRecipes() const { return false; }
   // ReferenceGemm's bits for the whole case, its codes and scales materialized from its recipes
   // (the case's own vectors of them are not read), its row offsets and activations read from the
@@ -56,7 +58,10 @@ inline bool WeightsFromRecipes(const FuzzCase& fuzz_case) {
 }
 
 // The device reference as an oracle: Unavailable saying why where the build has no CUDA or the
-// machine no device. Defined in builtin_modules_cuda.cc or builtin_modules_none.cc.
-absl::StatusOr<std::unique_ptr<ReferenceOracle>> MakeDeviceReferenceOracle();
+// machine no device. Defined in builtin_modules_cuda.cc or builtin_modules_none.cc. It reads the
+// device materialization `device_weights` (LoadedModules::device_weights: the kernel modules'),
+// or where that is null one of its own.
+absl::StatusOr<std::unique_ptr<ReferenceOracle>> MakeDeviceReferenceOracle(
+    std::shared_ptr<DeviceRecipeWeights> device_weights = nullptr);
 
 }  // namespace mxdiff::fuzz

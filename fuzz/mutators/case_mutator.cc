@@ -19,11 +19,6 @@ int Uniform(CaseRng& rng, int low, int high) {  // inclusive; low when the range
 }
 bool OneIn(CaseRng& rng, int n) { return n <= 1 || rng() % uint64_t(n) == 0; }
 
-template <typename T, size_t N>
-T Pick(CaseRng& rng, const T (&values)[N]) {
-  return values[rng() % N];
-}
-
 // A finite fp16 of moderate magnitude (2^-6 .. 2^5): sums stay well inside fp32 so the
 // interesting differences are rounding, not overflow.
 uint16_t OrdinaryF16(CaseRng& rng) {
@@ -631,8 +626,8 @@ void RouteSettings(FuzzCase& c, CaseRng& rng, const MutationProfile&) { MutateRo
 void RegistryEntries(FuzzCase& c, CaseRng& rng, const MutationProfile&) { MutateRegistry(c, rng); }
 void Overrides(FuzzCase& c, CaseRng& rng, const MutationProfile&) { MutateOverrides(c, rng); }
 
-// The mutations, one slot of 16 each (a name in two slots is drawn twice as often).
-constexpr NamedMutation<FuzzCase, CaseRng, MutationProfile> kCaseMutations[16] = {
+// The mutations, one slot each (a name in two slots is drawn twice as often).
+constexpr NamedMutation<FuzzCase, CaseRng, MutationProfile> kCaseMutations[] = {
     {"scale-element", ScaleElement},   {"scale-element", ScaleElement},
     {"scale-layer", ScaleLayer},       {"activation-interesting", ActivationInteresting},
     {"activation-any", ActivationAny}, {"code-element", CodeElement},
@@ -644,7 +639,7 @@ constexpr NamedMutation<FuzzCase, CaseRng, MutationProfile> kCaseMutations[16] =
 };
 
 void MutateOnce(FuzzCase& c, CaseRng& rng, const MutationProfile& p) {
-  ApplyMutation(kCaseMutations[rng() % 16], c, rng, p);
+  ApplyMutation(Pick(rng, kCaseMutations), c, rng, p);
 }
 
 // Pulls an input decoded from the corpus (possibly larger than this target's profile) back

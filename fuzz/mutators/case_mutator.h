@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,14 @@ namespace mxdiff::fuzz {
 // A small, fast generator (SplitMix64; a UniformRandomBitGenerator): the mutator seeds one per
 // mutation, and std::mt19937_64's seeding alone cost more than the mutation.
 using CaseRng = SplitMix64;
+
+// One value of `table`, each slot equally likely: the draw follows the table's own size, so a value
+// added to a table is drawn without touching its picks (libFuzzer's MutationDispatcher draws from
+// its mutators' vector the same way).
+template <typename T, size_t N>
+const T& Pick(CaseRng& rng, const T (&table)[N]) {
+  return table[rng() % std::size(table)];
+}
 
 // Size limits of a case, within the format's bounds.
 struct ShapeLimits {

@@ -18,10 +18,6 @@ constexpr uint16_t kSpecialF16[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x04
 
 int Uniform(CaseRng& rng, int low, int high) { return low + int(rng() % uint64_t(high - low + 1)); }
 bool OneIn(CaseRng& rng, int n) { return rng() % uint64_t(n) == 0; }
-template <typename T, size_t N>
-T Pick(CaseRng& rng, const T (&values)[N]) {
-  return values[rng() % N];
-}
 
 uint16_t Activation(CaseRng& rng) {
   if (OneIn(rng, 64)) return Pick(rng, kSpecialF16);
@@ -86,7 +82,7 @@ void RandomRouting(CaseRng& rng, const LayerCase& c, LayerReplay& x) {
 // ten); in one of six the GEMM mutator's tactic of the format's whole range (MapLayerTactic maps it).
 Tactic RandomLayerTactic(CaseRng& rng) {
   if (OneIn(rng, 6)) return RandomTactic(rng);
-  const CtaShape& shape = kCtaShapes[rng() % kCtaShapeCount];
+  const CtaShape& shape = Pick(rng, kCtaShapes);
   static constexpr int kSplits[] = {1, 1, 2, 3, 4, 7, 16, 64, 256};
   return Tactic{.cta_m = shape.m,
                 .cta_n = shape.n,
@@ -204,8 +200,8 @@ void NewReplay(LayerCase& c, CaseRng& rng, const LayerProfile&) {
   RandomReplay(rng, c, c.replays[rng() % c.replays.size()]);
 }
 
-// The mutations, one slot of 12 each (a name in two slots is drawn twice as often).
-constexpr NamedMutation<LayerCase, CaseRng, LayerProfile> kLayerMutations[12] = {
+// The mutations, one slot each (a name in two slots is drawn twice as often).
+constexpr NamedMutation<LayerCase, CaseRng, LayerProfile> kLayerMutations[] = {
     {"shape", NewShape},
     {"request-policy", RequestPolicy},
     {"tactic", NewTactic},
@@ -228,7 +224,7 @@ std::vector<std::string_view> LayerMutationNames() {
 
 void MutateLayerCase(LayerCase& c, CaseRng& rng, const LayerProfile& p) {
   const int mutations = Uniform(rng, 1, 3);
-  for (int m = 0; m < mutations; ++m) ApplyMutation(kLayerMutations[Uniform(rng, 0, 11)], c, rng, p);
+  for (int m = 0; m < mutations; ++m) ApplyMutation(Pick(rng, kLayerMutations), c, rng, p);
   ResizeLayerCase(c);
 }
 

@@ -227,9 +227,10 @@ absl::StatusOr<LoadedModules> LoadSelectedModules(const ReproOptions& options, s
 
 // fuzz_gemm's oracle (fuzz/README.md, "fuzz_gemm's oracle"): the device reference for large cases
 // where there is one, 1 in 16 of them (the same cases as fuzz_gemm's default) also on the CPU, so
-// an oracle/device-vs-cpu finding replays; the CPU reference alone elsewhere.
-std::unique_ptr<ReferenceOracle> DeviceOracleOrNone() {
-  absl::StatusOr<std::unique_ptr<ReferenceOracle>> oracle = MakeDeviceReferenceOracle();
+// an oracle/device-vs-cpu finding replays; the CPU reference alone elsewhere. It reads the
+// modules' device materialization of the weights, as fuzz_gemm's does.
+std::unique_ptr<ReferenceOracle> DeviceOracleOrNone(std::shared_ptr<DeviceRecipeWeights> device_weights) {
+  absl::StatusOr<std::unique_ptr<ReferenceOracle>> oracle = MakeDeviceReferenceOracle(std::move(device_weights));
   return oracle.ok() ? *std::move(oracle) : nullptr;
 }
 
@@ -265,7 +266,7 @@ class CaseRepro : public ReproSession {
     findings.insert(findings.end(), calibration.begin(), calibration.end());
     PrintRegistryRoute(c, admission);
     fmt::print(text, "\n{}", *report);
-    evaluation_ = differential_->Evaluate(c);
+    evaluation_ = differential_->Evaluate(c, input);  // its bytes pick the CPU-checked sample, as fuzz_gemm's
     fmt::print(text, "fuzz_gemm checks{}:\n",
                differential_->modules().empty() ? " (CPU side only: the reference against itself)" : "");
     for (const CheckVerdict& verdict : evaluation_.verdicts) {
@@ -286,7 +287,7 @@ class CaseRepro : public ReproSession {
     const absl::StatusOr<FuzzCase> c = DecodeCase(input);
     if (!c.ok()) return {};
     std::vector<TargetFinding> found = CpuTargetFindings(input, /*print=*/false);
-    const CaseEvaluation evaluation = differential_->Evaluate(*c);
+    const CaseEvaluation evaluation = differential_->Evaluate(*c, input);
     if (const CheckVerdict* first = evaluation.FirstFinding()) {
       found.push_back({std::string(kDifferentialTarget), *first->finding, std::string(first->check), first->module});
     }
@@ -340,7 +341,8 @@ class CaseRepro : public ReproSession {
   absl::StatusOr<std::string> Open(std::vector<TargetFinding>& findings) {
     absl::StatusOr<LoadedModules> loaded = LoadSelectedModules(options_, findings);
     if (!loaded.ok()) return loaded.status();
-    differential_ = std::make_unique<GemmDifferential>(std::move(loaded->modules), DeviceOracleOrNone());
+    differential_ =
+        std::make_unique<GemmDifferential>(std::move(loaded->modules), DeviceOracleOrNone(loaded->device_weights));
     return loaded->report;
   }
 

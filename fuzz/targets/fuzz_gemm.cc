@@ -142,7 +142,7 @@ void Initialize(std::span<const std::string_view> args) {
   settings.cpu_check_every = CpuCheckEvery(args);
   std::unique_ptr<ReferenceOracle> device_oracle;
   if (settings.cpu_check_every > 0) {
-    absl::StatusOr<std::unique_ptr<ReferenceOracle>> made = MakeDeviceReferenceOracle();
+    absl::StatusOr<std::unique_ptr<ReferenceOracle>> made = MakeDeviceReferenceOracle(loaded->device_weights);
     if (made.ok()) device_oracle = *std::move(made);
     fmt::print(stderr, "fuzz_gemm: oracle: {}\n",
                made.ok() ? fmt::format("the device reference above {:.0f} multiply-adds, checked on the CPU for 1 "
@@ -158,9 +158,9 @@ void Initialize(std::span<const std::string_view> args) {
 }
 
 // The findings of the differential's named checks (kCheckNames): every check runs, every finding is kept.
-std::vector<Finding> Evaluate(const FuzzCase& c) {
+std::vector<Finding> Evaluate(const FuzzCase& c, std::span<const uint8_t> input) {
   std::vector<Finding> findings;
-  const CaseEvaluation evaluation = differential->Evaluate(c);
+  const CaseEvaluation evaluation = differential->Evaluate(c, input);
   TallyModules(evaluation);
   for (const CheckVerdict& verdict : evaluation.verdicts) {
     if (verdict.finding) findings.push_back(*verdict.finding);
@@ -174,7 +174,7 @@ InputFindings Check(std::span<const uint8_t> input, bool fresh) {
   if (fresh) differential->ForgetState();
   // As CheckCaseInput, but a case the device way judges without a CPU check keeps its codes off the
   // host (DecodeForDifferential): only the device materializes them.
-  static thread_local FuzzCase fuzz_case, description;  // buffers reused across inputs
+  static thread_local FuzzCase fuzz_case;  // buffers reused across inputs
   static thread_local MaterializationMemo memo;
   FuzzCase decoded;
   FuzzCase& c = fresh ? decoded : fuzz_case;
@@ -182,9 +182,9 @@ InputFindings Check(std::span<const uint8_t> input, bool fresh) {
   const PhaseSeconds phases_before = differential->counters().seconds;
   {
     PhaseTimer timer(differential->decode_seconds());
-    if (!DecodeForDifferential(input, *differential, c, description, fresh ? nullptr : &memo).ok()) return std::nullopt;
+    if (!DecodeForDifferential(input, *differential, c, fresh ? nullptr : &memo).ok()) return std::nullopt;
   }
-  InputFindings findings = Evaluate(c);
+  InputFindings findings = Evaluate(c, input);
   differential->AddCaseSeconds(c, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
                                phases_before);
   return findings;

@@ -45,7 +45,7 @@
 namespace {
 
 using namespace mxdiff;
-using namespace mxdiff::audit;
+using namespace mxdiff::checkpoint;
 using mxdiff::fuzz::CheckResult;
 using mxdiff::fuzz::Finding;
 

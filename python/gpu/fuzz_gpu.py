@@ -20,16 +20,28 @@ SHAPES = ((64, 256, (3,)), (128, 512, (2, 0, 1)), (256, 1024, (4, 2)), (512, 204
           (32, 96, (6,)), (1024, 4096, (2, 1)), (64, 160, (1, 1, 1, 1)), (128, 7168 // 2, (3,)))
 
 
-def cpu_float64(a, codes, scales, row_offsets):
-    """The contract's weights (mxdiff.transform_table), float64 sums, one rounding."""
-    w = mxdiff.transform_table("ordinary").astype(np.float64)[np.repeat(scales, 32, axis=-1),
-                                                             mxdiff.unpack_codes(codes)]
+def cpu_float64(a, codes, scales, row_offsets, transform="ordinary"):
+    """The contract's weights (mxdiff.transform_table, or mx_spec_table under mx-spec), float64
+    sums, one rounding."""
+    table = mxdiff.mx_spec_table() if transform == mxdiff.MX_SPEC else mxdiff.transform_table(transform)
+    w = table.astype(np.float64)[np.repeat(scales, 32, axis=-1), mxdiff.unpack_codes(codes)]
     out = np.zeros((a.shape[0], codes.shape[1]), np.float16)
     with np.errstate(all="ignore"):
         for g in range(len(row_offsets) - 1):
             r0, r1 = int(row_offsets[g]), int(row_offsets[g + 1])
             if r0 < r1:
                 out[r0:r1] = (a[r0:r1].astype(np.float64)[:, None, :] * w[g][None]).sum(-1).astype(np.float16)
+    return out
+
+
+def spec_reference(case):
+    """The MX spec's value of each output in float64 (mxdiff.mx_spec_table), rounded once to fp16."""
+    w = mxdiff.mx_spec_table()[np.repeat(case.scales, 32, axis=-1), mxdiff.unpack_codes(case.codes)]
+    out = np.zeros((case.rows, case.n), np.float16)
+    with np.errstate(all="ignore"):
+        for g in range(case.groups):
+            r0, r1 = int(case.row_offsets[g]), int(case.row_offsets[g + 1])
+            out[r0:r1] = (case.activations[r0:r1].astype(np.float64)[:, None, :] * w[g][None]).sum(-1)
     return out
 
 
@@ -58,11 +70,14 @@ def main():
                         help="cpu-float64: a float64 NumPy kernel, to try this script without a GPU")
     parser.add_argument("--seconds", type=float, default=300)
     parser.add_argument("--findings", default="gpu-findings")
-    parser.add_argument("--transform", default="ordinary", choices=mxdiff.TRANSFORMS)
+    parser.add_argument("--transform", default="ordinary", choices=mxdiff.CHECK_TRANSFORMS,
+                        help="the contract: ordinary (default) or folded, the SM70 kernels' transforms; mx-spec, the "
+                             "OCP MX spec's element values")
     parser.add_argument("--show", type=int, default=3, help="findings printed in full per kind and shape")
     args = parser.parse_args()
     if args.kernel == "cpu-float64":
-        kernel = cpu_float64
+        def kernel(*inputs):
+            return cpu_float64(*inputs, transform=args.transform)
 
         def synced(*inputs):
             return kernel(*inputs)
@@ -107,13 +122,15 @@ def main():
             print(str(f))
             print("  case: " + f.case.describe().replace("\n", "\n    "))
     print(f"\n{args.kernel}: probes (bound mode, transform {args.transform}):")
+    reference_name = "the spec's value" if args.transform == mxdiff.MX_SPEC else "exact-model reference"
     for label, case in probe_cases():
         result = mxdiff.check(synced, [case], mode="bound", transform=args.transform, out_dir=out_dir)
         got = kernel(case.activations, case.codes, case.scales, case.row_offsets)
         got = got if isinstance(got, np.ndarray) else got.cpu().numpy()
-        ref = case.reference(transform=args.transform, model="exact")
+        ref = spec_reference(case) if args.transform == mxdiff.MX_SPEC else case.reference(
+            transform=args.transform, model="exact")
         verdict = "within the bound" if not result else str(result[0])
-        print(f"- {label}: output[0, :4] {got[0, :4].tolist()} vs exact-model reference {ref[0, :4].tolist()}; "
+        print(f"- {label}: output[0, :4] {got[0, :4].tolist()} vs {reference_name} {ref[0, :4].tolist()}; "
               f"NaN outputs {int(np.isnan(got).sum())}, Inf {int(np.isinf(got).sum())}: {verdict}")
     return 1 if findings else 0
 

@@ -4,9 +4,11 @@
 #   python/gpu/gpu_session.sh [SECONDS=300] [BENCH_ROUNDS=3] [BENCH_REPEAT=2]
 # 1. test_gpu_kernels.py: both kernels within the bound on cases with empty groups (on the GPU);
 # 2. the Triton and the torch kernel through the real fuzzer at the same time, SECONDS each:
-#    tools/campaign/campaign --targets fuzz_gemm --python gpu_kernels:FUNCTION, bound mode, device
-#    tensors, --keep-going (a finding does not end the SECONDS: each cause is written once and its
-#    inputs counted); each campaign's report (executions per second, findings) is printed;
+#    tools/campaign/campaign --targets fuzz_gemm --python gpu_kernels:FUNCTION, bound mode against
+#    TRANSFORM (default mx-spec: the OCP MX spec's element values, the contract these kernels claim;
+#    TRANSFORM=case: each case's SM70 transform, as before issue 37), device tensors, --keep-going
+#    (a finding does not end the SECONDS: each cause is written once and its inputs counted); each
+#    campaign's report (executions per second, findings) is printed;
 # 3. the embedded Python module against the C ABI example kernel on the same cases, same run
 #    (python/embed/bench_vs_c_abi.sh, every case of corpus/fuzz_gemm, real shapes included).
 # STEPS="test campaign bench" (the default) picks steps; OUT (default out/gpu-session) holds the logs;
@@ -25,6 +27,8 @@ done
 started=$SECONDS
 budget="${BUDGET:-580}"  # seconds for the whole command (the device machine's limit is 600): the bench gets what is left
 steps="${STEPS:-test campaign bench}"
+transform="${TRANSFORM:-mx-spec}"  # MXDIFF_PYTHON_TRANSFORM of the campaigns (python/README.md)
+case "$transform" in mx-spec|case) ;; *) echo "gpu_session: TRANSFORM=$transform: mx-spec or case" >&2; exit 2 ;; esac
 out="${OUT:-out/gpu-session}"
 build="${MXDIFF_FUZZ_BUILD_DIR:-build-fuzz}"
 source python/gpu/gpu_env.sh || exit 2
@@ -53,9 +57,11 @@ if [[ " $steps " == *" campaign "* ]]; then
   declare -A functions=([triton]=triton_dot_scaled [torch]=torch_dequant_matmul)
   pids=()
   for kernel in triton torch; do
-    stamp "campaign --python gpu_kernels:${functions[$kernel]} for $seconds s (bound mode, $device tensors) -> $out/campaign-$kernel.log"
+    stamp "campaign --python gpu_kernels:${functions[$kernel]} for $seconds s (bound mode against $transform," \
+      "$device tensors) -> $out/campaign-$kernel.log"
     rm -rf "$out/campaign-$kernel"
     LD_LIBRARY_PATH="$runtime:${LD_LIBRARY_PATH:-}" MXDIFF_PYTHON_MODE=bound MXDIFF_PYTHON_DEVICE="$device" \
+      MXDIFF_PYTHON_TRANSFORM="$transform" \
       MXDIFF_PYTHON_PATH="$PWD/python/gpu:${PYTHONPATH:-}" MXDIFF_PYTHON_TIMEOUT=120 \
       tools/campaign/campaign --targets fuzz_gemm --python "gpu_kernels:${functions[$kernel]}" --time "$seconds" \
       --build-dir "$build" --out "$out/campaign-$kernel" --progress 60 --jobs 1 --keep-going \

@@ -17,16 +17,21 @@ import numpy as np
 from . import _core
 
 __all__ = [
-    "TRANSFORMS", "MODELS", "Tactic", "Case", "Finding", "Admission",
+    "TRANSFORMS", "CHECK_TRANSFORMS", "MX_SPEC", "MODELS", "Tactic", "Case", "Finding", "Admission",
     "e2m1_decode", "e2m1_encode", "e8m0_decode", "e8m0_encode", "pack_codes", "unpack_codes",
-    "dequantize", "prepared_scale", "transform_table", "spec_deviation_table", "spec_deviation_counts_of_column",
+    "dequantize", "prepared_scale", "transform_table", "mx_spec_table", "spec_deviation_table",
+    "spec_deviation_counts_of_column",
     "spec_deviations_of_column", "activation_specials_of_row",
-    "explain_element", "admit", "audit",
+    "explain_element", "explain_spec_element", "spec_scale_ranges_of_column", "admit", "audit",
     "fold_admitted_set", "admission_rule_version", "reference_gemm", "model_error_bound",
     "read_case", "read_case_bytes", "decode_case", "generate_case", "generate_cases", "write_case", "check",
 ]
 
-TRANSFORMS = ("ordinary", "folded")
+TRANSFORMS = ("ordinary", "folded")  # the SM70 kernels' contracts (reference/transform.h)
+# The OCP MX v1.0 specification's element values as the contract: bound mode only, its weights
+# are not fp16 values (docs/numerics.md: "The MX specification as the contract").
+MX_SPEC = "mx-spec"
+CHECK_TRANSFORMS = TRANSFORMS + (MX_SPEC,)
 MODELS = ("v100", "sm90-emulated", "sm90-emulated-ftz", "exact")
 
 
@@ -134,6 +139,12 @@ def prepared_scale(transform: str, raw: int) -> int:
 def transform_table(transform: str = "ordinary") -> np.ndarray:
     """[256, 16] float16: the weight of code c under raw scale byte r is table[r, c]."""
     return _core.transform_table(transform).view(np.float16)
+
+
+def mx_spec_table() -> np.ndarray:
+    """[256, 16] float64: the MX spec's value of code c under raw scale byte r, e2m1(c) x 2^(r - 127)
+    exactly (raw 255: NaN); beyond fp16's range for most r, beyond fp32's at r = 254 with |e2m1| >= 2."""
+    return _core.mx_spec_table()
 
 
 def spec_deviation_table(transform: str = "ordinary") -> np.ndarray:
@@ -478,10 +489,88 @@ def explain_element(activations, codes, scales, row_offsets, transform: str, row
             f"{specials['subnormal']} subnormal")
 
 
+def explain_spec_element(activations, codes, scales, row_offsets, row: int, column: int) -> str:
+    """explain_element under mx-spec: the element's scale bytes by where the spec puts their weights
+    (below fp16's range: raw <= 112, inside it, above it: raw >= 141, NaN blocks: 255) and its
+    activations' specials; no SM70 deviation applies."""
+    group = int(np.searchsorted(np.asarray(row_offsets), row, side="right") - 1)
+    scale_bytes = np.asarray(scales[group, column], dtype=np.uint8)
+    specials = activation_specials_of_row(activations, row)
+    ranges = ", ".join(f"{count} {name}" for name, count in spec_scale_ranges_of_column(scales, row_offsets, row,
+                                                                                         column).items())
+    return (f"scale bytes of column {column} (group {group}): {sorted(set(scale_bytes.tolist()))} ({ranges}); "
+            f"activations of row {row}: {specials['nan']} NaN, {specials['inf']} Inf, "
+            f"{specials['subnormal']} subnormal")
+
+
+_SPEC_SCALE_RANGES = ("below-fp16", "fp16-range", "above-fp16", "nan-block")
+_spec_scale_range_of_raw = None  # [256] index into _SPEC_SCALE_RANGES, derived once
+
+
+def _spec_scale_range_table() -> np.ndarray:
+    """Where the MX spec puts each raw scale byte's weights against fp16, derived from how the
+    ordinary SM70 transform departs from the spec there (reference/mx_spec.h), never typed: a byte
+    it flushes is below fp16's range (raw <= 112), one it saturates or overflows above (raw >= 141,
+    where 6 x 2^(raw - 127) passes 65504), the NaN byte a NaN block, the rest in range."""
+    global _spec_scale_range_of_raw
+    if _spec_scale_range_of_raw is None:
+        names = spec_deviation_names()
+        deviations = spec_deviation_table("ordinary")
+        has = lambda name: (deviations == names.index(name)).any(axis=1)
+        table = np.full(256, 1, np.uint8)
+        table[has("flushed-to-zero")] = 0
+        table[has("saturated") | has("overflow-to-inf")] = 2
+        table[has("nan-dropped")] = 3
+        _spec_scale_range_of_raw = table
+    return _spec_scale_range_of_raw
+
+
+def spec_scale_ranges_of_column(scales, row_offsets, row: int, column: int) -> dict:
+    """How many scale blocks of the element's column fall in each range of _SPEC_SCALE_RANGES
+    ({"below-fp16": 2, "fp16-range": 1}), in that order, the empty ones left out."""
+    group = int(np.searchsorted(np.asarray(row_offsets), row, side="right") - 1)
+    ranges = _spec_scale_range_table()[np.asarray(scales[group, column], dtype=np.uint8)]
+    counts = np.bincount(ranges, minlength=len(_SPEC_SCALE_RANGES))
+    return {name: int(counts[i]) for i, name in enumerate(_SPEC_SCALE_RANGES) if counts[i]}
+
+
+def _check_settings(mode: str, transform: str, model: str) -> None:
+    """ValueError unless (mode, transform, model) is a check that is defined (shared with embed.py)."""
+    if mode not in ("bits", "bound"):
+        raise ValueError(f"mode must be 'bits' or 'bound', not {mode!r}")
+    if transform not in CHECK_TRANSFORMS:
+        raise ValueError(f"transform must be one of {CHECK_TRANSFORMS}, not {transform!r}")
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, not {model!r}")
+    if transform == MX_SPEC and mode != "bound":
+        raise ValueError("transform 'mx-spec' has no bits mode: the MX spec defines each weight's value, not an "
+                         "fp32 arithmetic whose bits a kernel must match, and its weights leave the range the step "
+                         "models (and the exact model's accumulator) hold; use mode='bound' (docs/numerics.md)")
+
+
+def bound_message(transform: str, count: int, elements: int, status: int, r: int, c: int, got_bits, exact: float,
+                  low: float, high: float) -> str:
+    """A bound-mode finding's first line: under mx-spec how the element departs from the spec's value
+    (the element, the exact value, the bound, the kernel's value); else against the contract's bound."""
+    if transform == MX_SPEC:
+        # The element and its values first, 9 significant digits: fuzz_gemm keeps 120 characters.
+        what = (f"spec value {float(low)!r}, which the kernel must keep" if status == 2 else
+                f"spec value {float(exact):.9g}, allowed [{float(low):.9g}, {float(high):.9g}]")
+        return (f"first ({r}, {c}): kernel {_f16(got_bits)}, {what}; {count} of {elements} elements off the "
+                f"MX spec")
+    what = ("the real sum is " + repr(float(low)) + ", which the kernel must keep" if status == 2 else
+            f"allowed [{float(low)!r}, {float(high)!r}] around the exact model's {float(exact)!r}")
+    return (f"{count} of {elements} elements outside the bound ({transform}); first ({r}, {c}): "
+            f"kernel {_f16(got_bits)}, {what}")
+
+
 def _write_finding(case: Case, kind: str, out_dir: str, transform: str, model: str, tactic: Tactic) -> tuple:
     written = case.copy()
     written.model = model
-    written.request = transform
+    # The case format names the SM70 transforms only: an mx-spec finding keeps the case's own
+    # request (the message, not repro's reference, states the spec's value).
+    if transform != MX_SPEC:
+        written.request = transform
     written.cta_k = tactic.cta_k
     written.splits = tactic.splits
     data = written.encode()
@@ -530,17 +619,15 @@ def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", tr
     each finding lists the (transform, model, splits) that would reproduce the kernel's bits.
     mode="bound": each element must lie within the reference's proven error bound of the exact
     model (fp16-widened), NaN must stay NaN and each Inf keep its sign.
+    transform="mx-spec" (bound mode only): the contract is the OCP MX spec's element value,
+    e2m1 x 2^(raw - 127) with no flush or saturation and 0xFF a NaN block; the centre is the real
+    sum and an fp32 overflow some order can reach may be an infinity (docs/numerics.md).
     A kernel that raises (sys.exit() too) is python/raised.
     timeout: seconds per case; a kernel still running Python code past it is python/timeout (one
     stuck in native code cannot be interrupted from Python: run it under the fuzzer's embedded
     kernel, whose harness has its own limit).
     Returns the findings; each has a .case file in out_dir that repro explains (repro_command)."""
-    if mode not in ("bits", "bound"):
-        raise ValueError(f"mode must be 'bits' or 'bound', not {mode!r}")
-    if transform not in TRANSFORMS:
-        raise ValueError(f"transform must be one of {TRANSFORMS}")
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}")
+    _check_settings(mode, transform, model)
     t = _tactic(tactic)
     out_dir = out_dir or tempfile.mkdtemp(prefix="mxdiff-findings-")
     os.makedirs(out_dir, exist_ok=True)
@@ -604,12 +691,12 @@ def check(kernel: Callable, cases: Iterable, *, model: str = "sm90-emulated", tr
                 continue
             r, c = (int(x) for x in bad[0])
             kind = "python/specials" if status[r, c] == 2 else "python/bound"
-            what = ("the real sum is " + repr(float(low[r, c])) + ", which the kernel must keep"
-                    if kind == "python/specials" else
-                    f"allowed [{float(low[r, c])!r}, {float(high[r, c])!r}] around the exact model's {float(exact[r, c])!r}")
-            message = (f"{len(bad)} of {rows * n} elements outside the bound ({transform}); first ({r}, {c}): "
-                       f"kernel {_f16(got[r, c])}, {what}")
-            if explain:
+            message = bound_message(transform, len(bad), rows * n, int(status[r, c]), r, c, got[r, c],
+                                    exact[r, c], low[r, c], high[r, c])
+            if explain and transform == MX_SPEC:
+                message += "; " + explain_spec_element(case.activations, case.codes, case.scales, case.row_offsets,
+                                                       r, c)
+            elif explain:
                 message += "; " + explain_element(case.activations, case.codes, case.scales, case.row_offsets,
                                                   transform, r, c)
             finding(kind, message, mismatches=len(bad), first=(r, c))

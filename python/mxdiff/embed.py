@@ -5,6 +5,8 @@ that writes into its inputs is python/inputs-modified, never judged on what it w
 
 Environment: MXDIFF_PYTHON=module:function (the kernel; it also gets the case's transform, model,
 cta_k and splits as keyword arguments where its signature names them), MXDIFF_PYTHON_MODE=bits|bound (bits),
+MXDIFF_PYTHON_TRANSFORM=mx-spec (bound mode only: judge against the OCP MX spec's values instead of
+the case's SM70 transform; the kernel's `transform` argument is then "mx-spec"),
 MXDIFF_PYTHON_DEVICE=cpu|cuda (cuda: torch tensors on the GPU), MXDIFF_PYTHON_REPORTS=DIR
 (full reports of raised / shape / timeout / bound findings, traceback included; default
 $MXDIFF_FINDINGS_DIR or the working folder).
@@ -39,6 +41,7 @@ _TRANSFORMS = ("ordinary", "folded")
 def _load():
     global _kernel, _settings
     if _kernel is None:
+        _contract()  # a transform bound mode cannot judge fails here, before any case
         spec = os.environ.get("MXDIFF_PYTHON", "")
         module, _, function = spec.partition(":")
         if not module or not function:
@@ -72,10 +75,26 @@ def _fail(kind, summary, detail=""):
     return 2, f"{kind}: {summary[:120]} (full report: {path})"
 
 
+def _contract():
+    """MXDIFF_PYTHON_TRANSFORM: None (the case's own transform) or "mx-spec", which only bound mode
+    can judge (mxdiff._check_settings); anything else is a ValueError, which _load raises when the
+    library starts (python/init: nothing is compared)."""
+    import mxdiff
+    chosen = os.environ.get("MXDIFF_PYTHON_TRANSFORM", "")
+    if chosen in ("", "case"):
+        return None
+    if chosen != mxdiff.MX_SPEC:
+        raise ValueError(f"MXDIFF_PYTHON_TRANSFORM={chosen!r}: expected {mxdiff.MX_SPEC!r} (or unset: the case's "
+                         f"own transform, {' or '.join(mxdiff.TRANSFORMS)})")
+    mxdiff._check_settings(os.environ.get("MXDIFF_PYTHON_MODE", "bits"), chosen, _MODELS[0])
+    return chosen
+
+
 def run_case(a, codes, scales, row_offsets, transform, model, cta_k, splits):
     import mxdiff
     kernel = _load()
     mode = os.environ.get("MXDIFF_PYTHON_MODE", "bits")
+    contract = _contract()  # checked when the library loaded the kernel (_load): python/init
     rows, n = a.shape[0], codes.shape[1]
     # The kernel gets copies (mxdiff.check's rule): the bound check below and fuzz_gemm's oracle
     # read the harness's buffers, which the kernel never sees.
@@ -85,7 +104,8 @@ def run_case(a, codes, scales, row_offsets, transform, model, cta_k, splits):
         inputs = _to_device(inputs)
     start = time.monotonic()
     try:
-        settings = {"transform": _TRANSFORMS[transform], "model": _MODELS[model], "cta_k": cta_k, "splits": splits}
+        settings = {"transform": contract or _TRANSFORMS[transform], "model": _MODELS[model], "cta_k": cta_k,
+                    "splits": splits}
         result = kernel(*inputs, **{name: settings[name] for name in _settings})
     except KernelTimeout:
         return _fail("python/timeout", f"MXDIFF_PYTHON_TIMEOUT: the kernel ran past {timeout_seconds} s",
@@ -104,7 +124,7 @@ def run_case(a, codes, scales, row_offsets, transform, model, cta_k, splits):
     bits = output.view(np.uint16)
     if mode == "bits":
         return 0, bits
-    return _bound_answer(a, codes, scales, row_offsets, (transform, model, cta_k, splits), bits)
+    return _bound_answer(a, codes, scales, row_offsets, (transform, model, cta_k, splits), bits, contract)
 
 
 def _to_device(inputs):
@@ -143,21 +163,40 @@ def _cause_kind(kind, a, codes, scales, row_offsets, transform, row, column):
     return f"{kind}/{weights or 'on-spec'}" + (f"/{'_'.join(specials)}-activations" if specials else "")
 
 
-def _bound_answer(a, codes, scales, row_offsets, settings, bits):
+def _spec_cause_kind(kind, a, scales, row_offsets, row, column):
+    """_cause_kind under mx-spec: kind/mx-spec/<the element's scale ranges>[/<its activations'
+    specials>], e.g. python/bound/mx-spec/below-fp16: no SM70 deviation applies, and the range of
+    the scales keeps apart a kernel that flushes tiny weights and one that overflows large ones."""
+    import mxdiff
+    ranges = "_".join(mxdiff.spec_scale_ranges_of_column(scales, row_offsets, row, column))
+    specials = [name for name, count in mxdiff.activation_specials_of_row(a, row).items() if count]
+    return f"{kind}/mx-spec/{ranges}" + (f"/{'_'.join(specials)}-activations" if specials else "")
+
+
+def _bound_answer(a, codes, scales, row_offsets, settings, bits, contract=None):
     """run_case's answer in bound mode, reused where the call before had the same key."""
     global _last_bound
     import mxdiff
-    key = _bound_key(a, codes, scales, row_offsets, settings, bits)
+    key = _bound_key(a, codes, scales, row_offsets, settings + (contract,), bits)
     if _last_bound is not None and _same_key(_last_bound[0], key):
         _stats["bound_reused"] += 1
         return _last_bound[1]
     _stats["bound_checks"] += 1
     transform, model, cta_k, splits = settings
     n, k = codes.shape[1], a.shape[1]
-    status, exact, low, high = mxdiff._core.bound_verdicts(a, codes, scales, row_offsets, n, k,
-                                                           _TRANSFORMS[transform], bits, max(1, k // 32))
+    judged = contract or _TRANSFORMS[transform]
+    status, exact, low, high = mxdiff._core.bound_verdicts(a, codes, scales, row_offsets, n, k, judged, bits,
+                                                           max(1, k // 32))
     bad = np.argwhere(status != 0)
-    if len(bad):
+    if len(bad) and contract == mxdiff.MX_SPEC:
+        r, c = (int(x) for x in bad[0])
+        kind = _spec_cause_kind("python/specials" if status[r, c] == 2 else "python/bound", a, scales, row_offsets,
+                                r, c)
+        # The summary is cut at 120 characters in fuzz_gemm's finding: the element and values first.
+        answer = _fail(kind, mxdiff.bound_message(contract, len(bad), a.shape[0] * n, int(status[r, c]), r, c,
+                                                  bits[r, c], exact[r, c], low[r, c], high[r, c]),
+                       mxdiff.explain_spec_element(a, codes, scales, row_offsets, r, c))
+    elif len(bad):
         r, c = (int(x) for x in bad[0])
         name = _TRANSFORMS[transform]
         kind = _cause_kind("python/specials" if status[r, c] == 2 else "python/bound", a, codes, scales, row_offsets,

@@ -4,7 +4,9 @@ A test that takes the fixture `mxdiff_case` runs once per case: `--mxdiff-cases=
 cases (seed `--mxdiff-seed`), then every GEMM case of the corpus folder `--mxdiff-corpus`
 (or $MXDIFF_CORPUS: the repository's corpus/, its fuzz_gemm seeds and its regressions). Corpus
 cases with more than `--mxdiff-max-weights` weight elements are listed as skipped, by name.
-The fixture `mxdiff_check(kernel, case, **check_args)` fails the test with every finding."""
+The fixture `mxdiff_check(kernel, case, **check_args)` fails the test with every finding; its
+transform is `--mxdiff-transform` unless the test names one (mx-spec: the OCP MX spec's values, in
+bound mode unless the test names a mode)."""
 import os
 
 import pytest
@@ -14,11 +16,15 @@ _CASE_TARGETS = ("fuzz_gemm", "fuzz_reference", "fuzz_dispatch", "fuzz_transform
 
 
 def pytest_addoption(parser):
+    from mxdiff import CHECK_TRANSFORMS
     group = parser.getgroup("mxdiff")
     group.addoption("--mxdiff-cases", type=int, default=8, help="generated mxdiff cases per test (default 8)")
     group.addoption("--mxdiff-seed", type=int, default=0, help="seed of the generated cases (default 0)")
     group.addoption("--mxdiff-corpus", default=os.environ.get("MXDIFF_CORPUS"),
                     help="mxdiff corpus folder to replay (its fuzz_gemm cases and regressions)")
+    group.addoption("--mxdiff-transform", default="ordinary", choices=CHECK_TRANSFORMS,
+                    help="the contract mxdiff_check judges against unless a test names one (default ordinary; "
+                         "mx-spec: the OCP MX spec's element values, bound mode)")
     group.addoption("--mxdiff-max-weights", type=int, default=1 << 24,
                     help="corpus cases with more weight elements (groups x n x k) are skipped")
 
@@ -71,15 +77,20 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.fixture
-def mxdiff_check(tmp_path):
+def mxdiff_check(tmp_path, request):
     """mxdiff_check(kernel, case_or_cases, **check_args): mxdiff.check, failing the test with
-    every finding (its .case file under the test's tmp_path)."""
+    every finding (its .case file under the test's tmp_path); transform defaults to
+    --mxdiff-transform, and under mx-spec mode to bound."""
     import mxdiff
+    transform = request.config.getoption("--mxdiff-transform")
 
     def run(kernel, cases, **kwargs):
         if isinstance(cases, mxdiff.Case):
             cases = [cases]
         kwargs.setdefault("out_dir", str(tmp_path / "findings"))
+        kwargs.setdefault("transform", transform)
+        if kwargs["transform"] == mxdiff.MX_SPEC:
+            kwargs.setdefault("mode", "bound")
         findings = mxdiff.check(kernel, cases, **kwargs)
         if findings:
             pytest.fail("\n".join(str(f) for f in findings), pytrace=False)

@@ -181,12 +181,22 @@ uint16_t F16Ceil(double x) {
   return h;
 }
 
-// Every weight's value by (raw scale, code) under `transform`, as doubles: 256 x 16.
-std::vector<double> WeightValues(Transform transform) {
+// The transform bound mode judges against: one of the kernels' (reference/transform.h) or the
+// OCP MX specification's own element values ("mx-spec", reference/mx_spec.h), whose weights need
+// not be fp16 values (docs/numerics.md: "The MX specification as the contract").
+constexpr std::string_view kMxSpecTransform = "mx-spec";
+
+// Every weight's value by (raw scale, code) under `transform_name`, as doubles: 256 x 16 (exact:
+// fp16 values, or the spec's e2m1 x 2^(raw - 127), NaN for raw 0xFF).
+std::vector<double> WeightValues(std::string_view transform_name) {
+  const bool spec = transform_name == kMxSpecTransform;
+  const Transform transform = spec ? Transform::kOrdinary : ParseTransform(transform_name);
   std::vector<double> table(256 * 16);
   for (int raw = 0; raw < 256; ++raw) {
     for (uint8_t code = 0; code < 16; ++code) {
-      table[size_t(raw) * 16 + code] = F16Value(dequantize(transform, code, prepared_scale(transform, uint8_t(raw))));
+      table[size_t(raw) * 16 + code] =
+          spec ? MxSpecElement(code, uint8_t(raw)).ToDouble()
+               : F16Value(dequantize(transform, code, prepared_scale(transform, uint8_t(raw))));
     }
   }
   return table;
@@ -209,9 +219,11 @@ void ForEachItem(size_t items, size_t most_threads, size_t scratch_size,
   for (std::thread& thread : pool) thread.join();
 }
 
-// Bound mode (python/README.md): each fp16 output against the exact model's fp32 value and the
-// proven bound of reference/error_bound.h, widened to the fp16 values around it.
-// Status per element: 0 within, 1 outside the bound, 2 a special (NaN, Inf) not kept.
+// Bound mode (python/README.md): each fp16 output against the centre and the proven bound of
+// reference/error_bound.h, widened to the fp16 values around it, judged by BoundVerdict. The
+// centre is the exact model's fp32 value under a kernels' transform, and the real sum (in double,
+// its own error added to the bound) under "mx-spec", whose weights the step models cannot hold.
+// Status per element: BoundStatus (0 within, 1 outside the bound, 2 a special not kept).
 nb::tuple BoundVerdicts(const AnyArray& activations, const AnyArray& codes, const AnyArray& scales,
                         const AnyArray& row_offsets, int n, int k, std::string_view transform_name,
                         const AnyArray& output, int bound_splits) {
@@ -219,22 +231,23 @@ nb::tuple BoundVerdicts(const AnyArray& activations, const AnyArray& codes, cons
   const std::span<const uint16_t> out = F16Span(output, "output");
   const size_t rows = size_t(problem.rows()), elements = rows * size_t(n);
   if (out.size() != elements) throw nb::value_error("output: size is not rows x n");
+  const bool spec = transform_name == kMxSpecTransform;
   ReferenceOptions options;
-  options.transform = ParseTransform(transform_name);
+  if (!spec) options.transform = ParseTransform(transform_name);
   options.model = StepModel::kExact;
   std::vector<uint32_t> exact_f32;
   std::vector<uint8_t> status(elements, 0);
   std::vector<double> low(elements), high(elements), exact(elements);
   {
     nb::gil_scoped_release release;
-    Check(ReferenceGemmF32(problem, options, exact_f32));
+    if (!spec) Check(ReferenceGemmF32(problem, options, exact_f32));
     // The activations as doubles once (not once per column), then each (group, column) on its
     // own: its weights dequantized once, every row of the group against them. Columns are
     // independent and each writes only its own elements, so they run on all hardware threads;
     // the sums run in k order as before, so every verdict and limit is the same bits.
     std::vector<double> activations(problem.activations.size());
     for (size_t i = 0; i < activations.size(); ++i) activations[i] = F16Value(problem.activations[i]);
-    const std::vector<double> table = WeightValues(options.transform);
+    const std::vector<double> table = WeightValues(transform_name);
     std::vector<int> groups;  // the groups with rows: an empty one has no element to judge
     for (int g = 0; g < problem.groups; ++g) {
       if (problem.row_offsets[g] < problem.row_offsets[g + 1]) groups.push_back(g);
@@ -248,26 +261,23 @@ nb::tuple BoundVerdicts(const AnyArray& activations, const AnyArray& codes, cons
       for (int kk = 0; kk < k; ++kk) weights[kk] = table[size_t(raws[kk / kBlockK]) * 16 + unpack_code(packed, kk)];
       for (int row = first; row < last; ++row) {
         const double* a = activations.data() + size_t(row) * size_t(k);
-        double sum = 0.0, abs_sum = 0.0;
-        for (int kk = 0; kk < k; ++kk) {
-          const double product = a[kk] * weights[kk];
-          sum += product;
-          abs_sum += std::fabs(product);
-        }
+        ElementProducts products;
+        for (int kk = 0; kk < k; ++kk) products.Add(a[kk], weights[kk]);
         const size_t flat = size_t(row) * size_t(n) + size_t(column);
         const double got = F16Value(out[flat]);
-        exact[flat] = double(bits_to_f32(exact_f32[flat]));
-        if (!std::isfinite(sum)) {
-          low[flat] = high[flat] = sum;
-          const bool kept = std::isnan(sum) ? std::isnan(got) : got == sum;
-          status[flat] = kept ? 0 : 2;
-          continue;
+        exact[flat] = spec ? products.sum : double(bits_to_f32(exact_f32[flat]));
+        double bound = ModelErrorBound(products.abs_sum, k / 4, bound_splits);
+        if (spec) bound += products.DoubleSumError();
+        if (products.nan || products.plus_inf || products.minus_inf) {
+          const double real = products.nan || (products.plus_inf && products.minus_inf) ? NAN
+                              : products.plus_inf                                       ? INFINITY
+                                                                                        : -INFINITY;
+          low[flat] = high[flat] = exact[flat] = real;
+        } else {
+          low[flat] = F16Value(F16Floor(exact[flat] - bound));
+          high[flat] = F16Value(F16Ceil(exact[flat] + bound));
         }
-        const double bound = ModelErrorBound(abs_sum, k / 4, bound_splits);
-        const double lo = F16Value(F16Floor(exact[flat] - bound)), hi = F16Value(F16Ceil(exact[flat] + bound));
-        low[flat] = lo;
-        high[flat] = hi;
-        status[flat] = (!std::isnan(got) && got >= lo && got <= hi) ? 0 : 1;
+        status[flat] = uint8_t(BoundVerdict(products, bound, low[flat], high[flat], got));
       }
     };
     const double macs = double(rows) * double(n) * double(k);
@@ -358,6 +368,12 @@ OutArray<uint16_t> TransformTable(std::string_view transform_name) {
   return Owned(std::move(out), {256, 16});
 }
 
+// The MX specification's value of every (raw, code): [256, 16] float64, exact (raw 0xFF NaN).
+OutArray<double> MxSpecTable() {
+  std::vector<double> table = WeightValues(kMxSpecTransform);
+  return Owned(std::move(table), {256, 16});
+}
+
 // ClassifyAgainstSpec for every (raw, code): [256, 16] SpecDeviation values.
 OutArray<uint8_t> SpecDeviationTable(std::string_view transform_name) {
   const Transform transform = ParseTransform(transform_name);
@@ -396,7 +412,7 @@ nb::dict Admit(const AnyArray& scales, size_t max_reported) {
 // text report only counts them).
 nb::tuple Audit(const std::vector<std::string>& paths, bool keep_going, const std::optional<std::string>& pattern,
                 bool json) {
-  audit::AuditOptions options;
+  checkpoint::AuditOptions options;
   options.keep_going = keep_going;
   options.selection.pattern = pattern;
   std::string report;
@@ -404,11 +420,11 @@ nb::tuple Audit(const std::vector<std::string>& paths, bool keep_going, const st
   int status = 0;
   {
     nb::gil_scoped_release release;
-    const audit::AuditResult result = audit::RunAudit(paths, options);
-    report = json ? audit::JsonReport(result) : audit::TextReport(result);
-    status = audit::ExitStatus(result);
-    for (const audit::AuditError& error : result.errors) errors.push_back(error.message);
-    if (const std::optional<audit::NoKernelLayer> no_layer = audit::FindNoKernelLayer(result)) {
+    const checkpoint::AuditResult result = checkpoint::RunAudit(paths, options);
+    report = json ? checkpoint::JsonReport(result) : checkpoint::TextReport(result);
+    status = checkpoint::ExitStatus(result);
+    for (const checkpoint::AuditError& error : result.errors) errors.push_back(error.message);
+    if (const std::optional<checkpoint::NoKernelLayer> no_layer = checkpoint::FindNoKernelLayer(result)) {
       errors.push_back(no_layer->message);
     }
   }
@@ -496,6 +512,7 @@ void BindFormats(nb::module_& m) {
   m.def("e8m0_encode", &E8m0Encode, "values"_a);
   m.def("transform_table", &TransformTable, "transform"_a);
   m.def("spec_deviation_table", &SpecDeviationTable, "transform"_a);
+  m.def("mx_spec_table", &MxSpecTable);
   m.def("spec_deviation_names", [] {
     std::vector<std::string> names;
     for (int i = 0; i < kSpecDeviationCount; ++i) names.emplace_back(SpecDeviationName(SpecDeviation(i)));

@@ -64,3 +64,34 @@ def float64_kernel(a, codes, scales, row_offsets, defect=None):
             if r0 < r1:
                 out[r0:r1] = (a64[r0:r1, None, :] * w[g][None, :, :]).sum(-1).astype(np.float16)
     return out
+
+
+def spec_weights(codes, scales, dtype=np.float64, flush_below=None):
+    """The OCP MX spec's weights, e2m1 x 2^(raw - 127), a 0xFF block NaN, computed here with
+    np.ldexp (not mxdiff's table): in float64 exact, in float32 those past its range are Inf.
+    flush_below=113: the SM70 contract's flush of raw <= 112 to zero, a departure from the spec."""
+    c = mxdiff.unpack_codes(codes)
+    magnitude = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], np.float64)[c & 7]
+    raw = np.repeat(scales, 32, axis=-1).astype(np.int64)
+    with np.errstate(all="ignore"):
+        w = np.where(c & 8, -magnitude, magnitude) * np.ldexp(1.0, raw - 127)
+        w = np.where(raw == 255, np.nan, w)
+        if flush_below is not None:
+            w = np.where(raw < flush_below, 0.0, w)
+        return w.astype(dtype)
+
+
+def mx_spec_kernel(a, codes, scales, row_offsets, dtype=np.float64, flush_below=None):
+    """A kernel that follows the MX spec: weights as spec_weights, products and sums in `dtype`
+    (float32: an fp32 kernel, whose weights at raw 254 and |e2m1| >= 2 overflow to Inf), one
+    rounding to fp16."""
+    w = spec_weights(codes, scales, dtype, flush_below)
+    with np.errstate(all="ignore"):
+        a_wide = np.asarray(a).astype(dtype)
+    out = np.zeros((a_wide.shape[0], codes.shape[1]), np.float16)
+    with np.errstate(all="ignore"):
+        for g in range(len(row_offsets) - 1):
+            r0, r1 = int(row_offsets[g]), int(row_offsets[g + 1])
+            if r0 < r1:
+                out[r0:r1] = (a_wide[r0:r1, None, :] * w[g][None, :, :]).sum(-1, dtype=dtype).astype(np.float16)
+    return out

@@ -192,3 +192,23 @@ def test_a_bound_finding_names_how_the_weights_deviate_from_the_mx_spec(monkeypa
         mx_spec_kernel(a, codes, scales, row_offsets)))
     status, message = embed.run_case(a, codes, np.full_like(scales, 127), offsets, 0, 3, 32, 1)
     assert status == 2 and message.startswith("python/specials/on-spec/nan-activations: "), message
+
+
+def test_mx_spec_under_the_harness(repro, embed_library, tmp_path):
+    """MXDIFF_PYTHON_TRANSFORM=mx-spec: the case (raw 112 scales) is judged against the MX spec's values,
+    so the spec's kernel passes and the one with the SM70 flush is found, its signature naming the
+    spec and where the element's scales lie, not an SM70 deviation; bits mode is refused at start."""
+    spec = dict(MXDIFF_PYTHON_MODE="bound", MXDIFF_PYTHON_TRANSFORM="mx-spec")
+    ok = run(repro, embed_library, "mx_spec", tmp_path, **spec)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    flushed = run(repro, embed_library, "mx_spec_flushed", tmp_path, **spec)
+    assert flushed.returncode == 1, flushed.stdout + flushed.stderr
+    assert "route/ext-python/unexpected-error/python/bound/mx-spec/below-fp16" in flushed.stdout, flushed.stdout
+    assert ", spec value " in flushed.stdout and "flushed-to-zero" not in flushed.stdout, flushed.stdout
+    # Without the variable the case's own contract (ordinary: raw 112 flushes) judges: the flush passes.
+    assert run(repro, embed_library, "mx_spec_flushed", tmp_path, MXDIFF_PYTHON_MODE="bound").returncode == 0
+    bits = run(repro, embed_library, "mx_spec", tmp_path, MXDIFF_PYTHON_TRANSFORM="mx-spec")
+    assert bits.returncode != 0 and "python/init" in bits.stdout + bits.stderr, bits.stdout + bits.stderr
+    assert "has no bits mode" in bits.stdout + bits.stderr
+    unknown = run(repro, embed_library, "mx_spec", tmp_path, MXDIFF_PYTHON_MODE="bound", MXDIFF_PYTHON_TRANSFORM="spec")
+    assert unknown.returncode != 0 and "MXDIFF_PYTHON_TRANSFORM='spec'" in unknown.stdout + unknown.stderr

@@ -13,14 +13,14 @@
 #include "gtest/gtest.h"
 #include "reference/checkpoint_scales.h"
 #include "reference/moe_layer.h"
-#include "tests/tools/audit/safetensors_builder.h"
+#include "tests/checkpoint/safetensors_builder.h"
 
 namespace mxdiff::checkpoint {
 namespace {
 
-using audit::testing::BuildFile;
-using audit::testing::TempDir;
-using audit::testing::TestTensor;
+using checkpoint::testing::BuildFile;
+using checkpoint::testing::TempDir;
+using checkpoint::testing::TestTensor;
 
 constexpr int kHidden = 64;
 constexpr int kInter = 128;

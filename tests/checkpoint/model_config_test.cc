@@ -6,12 +6,12 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/tools/audit/safetensors_builder.h"
+#include "tests/checkpoint/safetensors_builder.h"
 
 namespace mxdiff::checkpoint {
 namespace {
 
-using audit::testing::TempDir;
+using checkpoint::testing::TempDir;
 
 ModelTopK WithConfig(const TempDir& dir, const std::string& text, int experts = 8) {
   const std::string config = dir.Write("config.json", text);

@@ -53,7 +53,7 @@ struct Audit {
 };
 
 Audit RunAudit(const std::string& variant) {
-  const audit::testing::CliRun run = audit::testing::RunAuditCli("--format=json " + Dir(variant));
+  const checkpoint::testing::CliRun run = checkpoint::testing::RunAuditCli("--format=json " + Dir(variant));
   Audit a{run.status, nlohmann::json::parse(run.out, nullptr, false), run.err};
   EXPECT_FALSE(a.report.is_discarded()) << run.out << run.err;
   return a;

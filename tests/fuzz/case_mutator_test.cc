@@ -306,5 +306,22 @@ TEST(CaseMutator, RecordsTheNamedMutationsThatProducedEachInput) {
   for (std::string_view name : table) EXPECT_TRUE(seen.contains(std::string(name))) << name << " never drawn";
 }
 
+// Pick draws from the table's own size (libFuzzer's model), so a slot added to a table of mutations
+// or of interesting values is drawn without touching its picks: every slot of tables of several
+// sizes shows, in about equal shares, and nothing else does.
+TEST(CaseMutator, PickDrawsEverySlotOfItsTable) {
+  CaseRng rng(mxdiff::testing::TestSeed());
+  constexpr int kSeven[] = {0, 1, 2, 3, 4, 5, 6};
+  constexpr int kSeventeen[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  std::map<int, int> seven, seventeen;
+  for (int draw = 0; draw < 17000; ++draw) {
+    ++seven[Pick(rng, kSeven)];
+    ++seventeen[Pick(rng, kSeventeen)];
+  }
+  EXPECT_EQ(seven.size(), std::size(kSeven));
+  EXPECT_EQ(seventeen.size(), std::size(kSeventeen));
+  for (const auto& [value, count] : seventeen) EXPECT_GT(count, 700) << value;  // 1000 expected
+}
+
 }  // namespace
 }  // namespace mxdiff::fuzz

@@ -164,21 +164,24 @@ TEST(DeviceWay, TheOraclesOwnMaterializationGivesTheHostPathsBits) {
 }
 
 TEST(DeviceWay, ALargeCaseGivesTheSameKernelAndOracleBitsAsTheHostPath) {
-  absl::StatusOr<std::unique_ptr<ReferenceOracle>> device_way = MakeDeviceReferenceOracle();
-  if (device_way.status().code() == absl::StatusCode::kUnavailable) GTEST_SKIP() << device_way.status();
-  ASSERT_TRUE(device_way.ok()) << device_way.status();
-  absl::StatusOr<std::unique_ptr<ReferenceOracle>> host_way = MakeDeviceReferenceOracle();
-  ASSERT_TRUE(host_way.ok()) << host_way.status();
   absl::StatusOr<LoadedModules> device_modules = LoadBuiltinModules();
+  if (device_modules.status().code() == absl::StatusCode::kUnavailable) GTEST_SKIP() << device_modules.status();
   ASSERT_TRUE(device_modules.ok()) << device_modules.status();
   absl::StatusOr<LoadedModules> host_modules = LoadBuiltinModules();
   ASSERT_TRUE(host_modules.ok()) << host_modules.status();
+  // The oracle reads the modules' device materialization (owned by this test, as by a target).
+  const std::shared_ptr<DeviceRecipeWeights> shared = device_modules->device_weights;
+  ASSERT_NE(shared, nullptr);
+  absl::StatusOr<std::unique_ptr<ReferenceOracle>> device_way = MakeDeviceReferenceOracle(shared);
+  ASSERT_TRUE(device_way.ok()) << device_way.status();
+  absl::StatusOr<std::unique_ptr<ReferenceOracle>> host_way = MakeDeviceReferenceOracle(host_modules->device_weights);
+  ASSERT_TRUE(host_way.ok()) << host_way.status();
   OracleSettings settings;
   settings.cpu_check_every = 1000000;  // judged on the device bits alone (CpuCheckSampled aside)
   GemmDifferential through_device(std::move(device_modules->modules), *std::move(device_way), settings);
   GemmDifferential through_host(std::move(host_modules->modules),
                                 std::make_unique<HostTensorsOnly>(*std::move(host_way)), settings);
-  const size_t materialized_before = SharedDeviceRecipeWeights()->materializations();
+  const size_t materialized_before = shared->materializations();
   size_t skipped = 0;
   for (uint64_t seed = 21; seed <= 24; ++seed) {
     const FuzzCase c = DeviceWayCase(seed);
@@ -194,7 +197,7 @@ TEST(DeviceWay, ALargeCaseGivesTheSameKernelAndOracleBitsAsTheHostPath) {
       ++skipped;
     }
     const CaseEvaluation a = through_device.Evaluate(device_case), b = through_host.Evaluate(c);
-    EXPECT_EQ(SharedDeviceRecipeWeights()->materializations(), materialized_before + size_t(seed - 20))
+    EXPECT_EQ(shared->materializations(), materialized_before + size_t(seed - 20))
         << "one device materialization per case, shared by the oracle and the kernels";
     EXPECT_EQ(a.FirstFinding(), nullptr) << a.FirstFinding()->finding->signature << "\n" << a.FirstFinding()->finding->description;
     EXPECT_EQ(b.FirstFinding(), nullptr) << b.FirstFinding()->finding->signature << "\n" << b.FirstFinding()->finding->description;

@@ -78,7 +78,7 @@ std::vector<std::vector<uint8_t>> W13Inputs(bool new_weights) {
 }
 
 void RunInputs(benchmark::State& state, const std::vector<std::vector<uint8_t>>& inputs) {
-  FuzzCase c, description;
+  FuzzCase c;
   MaterializationMemo memo;
   size_t next = 0;
   const DifferentialCounters before = differential->counters();
@@ -92,13 +92,13 @@ void RunInputs(benchmark::State& state, const std::vector<std::vector<uint8_t>>&
     {
       PhaseTimer timer(differential->decode_seconds());
       status = host_codes ? DecodeCaseInto(input, c, Materialize::kYes, &memo)
-                          : DecodeForDifferential(input, *differential, c, description, &memo).status();
+                          : DecodeForDifferential(input, *differential, c, &memo).status();
     }
     if (!status.ok()) {
       state.SkipWithError(status.ToString().c_str());
       return;
     }
-    if (CheckResult finding = differential->CheckCase(c)) {
+    if (CheckResult finding = differential->CheckCase(c, input)) {
       state.SkipWithError(fmt::format("finding {}: {}", finding->signature, finding->description).c_str());
       return;
     }
@@ -139,7 +139,8 @@ int main(int argc, char** argv) {
   if (const char* every = std::getenv("MXDIFF_CPU_CHECK_EVERY")) settings.cpu_check_every = std::atoi(every);
   std::unique_ptr<mxdiff::fuzz::ReferenceOracle> oracle;
   if (settings.cpu_check_every > 0) {
-    absl::StatusOr<std::unique_ptr<mxdiff::fuzz::ReferenceOracle>> made = mxdiff::fuzz::MakeDeviceReferenceOracle();
+    absl::StatusOr<std::unique_ptr<mxdiff::fuzz::ReferenceOracle>> made =
+        mxdiff::fuzz::MakeDeviceReferenceOracle(loaded->device_weights);
     if (made.ok()) oracle = *std::move(made);
   }
   fmt::print(stderr, "fuzz_gemm_benchmark: oracle: {} (cpu check every {})\n",

@@ -628,22 +628,22 @@ TEST(DeviceWay, TheHostSkipsTheWeightsAndTheSampleMaterializesTheGroupsWithRows)
   OracleCalls calls, full_calls;
   GemmDifferential skipping = Skipping(&calls, Defect::kNone, 4, true);
   GemmDifferential full = Skipping(&full_calls, Defect::kNone, 4, true);
-  FuzzCase c, description;
+  FuzzCase c;
   MaterializationMemo memo;
   size_t skipped = 0, sampled = 0;
   for (uint64_t seed = 1; seed <= 64; ++seed) {
     const std::vector<uint8_t> bytes = Encoded(RecipeWeightsCase(seed));
-    const absl::StatusOr<bool> skip = DecodeForDifferential(bytes, skipping, c, description, &memo);
+    const absl::StatusOr<bool> skip = DecodeForDifferential(bytes, skipping, c, &memo);
     ASSERT_TRUE(skip.ok()) << skip.status();
     EXPECT_TRUE(*skip) << seed;
     EXPECT_EQ(c.packed_codes.empty(), *skip) << seed;
     EXPECT_EQ(c.scale_bytes.empty(), *skip) << seed;
     EXPECT_EQ(c.activations.size(), size_t(c.rows()) * size_t(c.k));
     skipped += *skip;
-    sampled += CpuCheckSampled(description, 4);
+    sampled += CpuCheckSampled(bytes, 4);
     const absl::StatusOr<FuzzCase> whole = DecodeCase(bytes);
     ASSERT_TRUE(whole.ok());
-    const CaseEvaluation a = skipping.Evaluate(c), b = full.Evaluate(*whole);
+    const CaseEvaluation a = skipping.Evaluate(c, bytes), b = full.Evaluate(*whole);
     EXPECT_EQ(Signatures(a), Signatures(b)) << seed;
     EXPECT_EQ(a.FirstFinding(), nullptr) << seed;
     ASSERT_EQ(a.runs.size(), b.runs.size());
@@ -665,22 +665,74 @@ TEST(DeviceWay, TheHostSkipsTheWeightsAndTheSampleMaterializesTheGroupsWithRows)
             std::string::npos);
 }
 
+// fuzz_gemm decodes an input once (DecodeForDifferential: the fields, then what the case needs
+// materialized) and samples it by its bytes: for every input the encoder wrote (every corpus file)
+// that is the sample of the decoded case, so fuzz_gemm, repro and the replays choose the same.
+TEST(DeviceWay, TheSampleIsAFunctionOfTheInputsBytesAndEqualsTheDecodedCases) {
+  OracleCalls calls;
+  GemmDifferential skipping = Skipping(&calls, Defect::kNone, 4, true);
+  FuzzCase c;
+  MaterializationMemo memo;
+  size_t sampled = 0;
+  for (uint64_t seed = 1; seed <= 64; ++seed) {
+    const std::vector<uint8_t> bytes = Encoded(RecipeWeightsCase(seed));
+    const absl::StatusOr<FuzzCase> whole = DecodeCase(bytes);
+    ASSERT_TRUE(whole.ok());
+    const bool chosen = CpuCheckSampled(bytes, 4);
+    EXPECT_EQ(chosen, CpuCheckSampled(*whole, 4)) << seed;
+    sampled += chosen;
+    const size_t checked_before = skipping.counters().cases_cpu_checked;
+    ASSERT_TRUE(DecodeForDifferential(bytes, skipping, c, &memo).ok());
+    EXPECT_EQ(skipping.Evaluate(c, bytes).FirstFinding(), nullptr) << seed;
+    EXPECT_EQ(skipping.counters().cases_cpu_checked - checked_before, size_t(chosen)) << seed;
+  }
+  EXPECT_GT(sampled, 4u);
+  EXPECT_LT(sampled, 32u);
+}
+
+// The one decode with a memo across inputs (the fuzz loop's buffers): each case equals the
+// input's full decode, as a generator is kept and its overrides move.
+TEST(DeviceWay, DecodingOnceWithTheMemoGivesTheFullDecode) {
+  std::vector<std::unique_ptr<GemmModule>> modules;
+  modules.push_back(std::make_unique<FakeModule>(Defect::kNone));
+  GemmDifferential host_only(std::move(modules));  // no device oracle: every weight on the host
+  FuzzCase c;
+  MaterializationMemo memo;
+  FuzzCase base = RecipeWeightsCase(7);
+  for (uint32_t step = 0; step < 8; ++step) {
+    base.recipe(TensorKind::kScales)->overrides = {{step * 3, uint16_t(120 + step)}};
+    base.recipe(TensorKind::kCodes)->overrides = {{step, uint16_t(step % 16)}};
+    if (step == 5) base.recipe(TensorKind::kCodes)->seed += 1;  // a new generator midway
+    base.packed_codes.clear();
+    base.scale_bytes.clear();
+    MaterializeCase(base);
+    const std::vector<uint8_t> bytes = Encoded(base);
+    const absl::StatusOr<bool> skipped = DecodeForDifferential(bytes, host_only, c, &memo);
+    ASSERT_TRUE(skipped.ok()) << skipped.status();
+    EXPECT_FALSE(*skipped);
+    const absl::StatusOr<FuzzCase> whole = DecodeCase(bytes);
+    ASSERT_TRUE(whole.ok());
+    EXPECT_TRUE(c == *whole) << step;
+  }
+}
+
 // The oracle's admission is trusted only as far as the host's agrees on the sampled cases: one
 // that admits every layer is a finding on each sampled case with refused scales, and the routes
 // are then judged on the host's verdict.
 TEST(DeviceWay, AnOracleAdmissionThatDisagreesWithTheHostIsAFindingOnTheSampledCases) {
   OracleCalls calls;
   GemmDifferential lying = Skipping(&calls, Defect::kNone, 4, true, /*admit_all=*/true);
-  FuzzCase c, description;
+  FuzzCase c;
   size_t sampled_refused = 0, unsampled = 0;
   for (uint64_t seed = 1; seed <= 64; ++seed) {
     FuzzCase refused = RecipeWeightsCase(seed);
     refused.recipe(TensorKind::kScales)->overrides.push_back({3, 0});  // raw 0: refused
     refused.scale_bytes.clear();
     MaterializeCase(refused);
-    ASSERT_TRUE(DecodeForDifferential(Encoded(refused), lying, c, description, nullptr).ok());
-    const std::vector<std::string> signatures = Signatures(lying.Evaluate(c));
-    if (CpuCheckSampled(description, 4)) {
+    const std::vector<uint8_t> bytes = Encoded(refused);
+    ASSERT_TRUE(DecodeForDifferential(bytes, lying, c, nullptr).ok());
+    const std::vector<std::string> signatures = Signatures(lying.Evaluate(c, bytes));
+    if (CpuCheckSampled(bytes, 4)) {
       ++sampled_refused;
       ASSERT_FALSE(signatures.empty()) << seed;
       EXPECT_EQ(signatures[0], "oracle/device-vs-cpu/admission") << seed;
@@ -707,13 +759,13 @@ TEST(DeviceWay, AnOracleThatCannotAdmitLeavesTheAdmissionToTheHost) {
     GemmDifferential failing(std::move(modules),
                              std::make_unique<MaterializingFakeOracle>(&calls, true, false, false, error), settings);
     GemmDifferential full = Skipping(&full_calls, Defect::kNone, 1000000, true);
-    FuzzCase c, description;
+    FuzzCase c;
     for (uint64_t seed = 1; seed <= 8; ++seed) {
       FuzzCase refused = RecipeWeightsCase(seed);
       if (seed % 2 == 0) refused.recipe(TensorKind::kScales)->overrides.push_back({3, 0});  // raw 0: refused
       refused.scale_bytes.clear();
       MaterializeCase(refused);
-      ASSERT_TRUE(DecodeForDifferential(Encoded(refused), failing, c, description, nullptr).ok());
+      ASSERT_TRUE(DecodeForDifferential(Encoded(refused), failing, c, nullptr).ok());
       EXPECT_EQ(Signatures(failing.Evaluate(c)), Signatures(full.Evaluate(refused))) << seed << " " << error;
     }
     const bool out_of_memory = error.code() == absl::StatusCode::kResourceExhausted;
@@ -726,7 +778,7 @@ TEST(DeviceWay, AnOracleThatCannotAdmitLeavesTheAdmissionToTheHost) {
 TEST(DeviceWay, TheWeightsStayOnTheHostWhereAnythingElseNeedsThem) {
   OracleCalls calls;
   const FuzzCase recipes = RecipeWeightsCase();
-  FuzzCase c, description;
+  FuzzCase c;
   // A module that does not take recipe codes (an external one, the builtin kernels for now).
   EXPECT_TRUE(Skipping(&calls, Defect::kNone, 1000000, false).NeedsHostWeights(recipes));
   GemmDifferential skipping = Skipping(&calls, Defect::kNone, 1000000, true);
@@ -738,7 +790,7 @@ TEST(DeviceWay, TheWeightsStayOnTheHostWhereAnythingElseNeedsThem) {
   modules.push_back(std::make_unique<FakeModule>(Defect::kNone, true));
   GemmDifferential small(std::move(modules), std::make_unique<MaterializingFakeOracle>(&calls));
   EXPECT_TRUE(small.NeedsHostWeights(recipes)) << "a small case is judged on the CPU";
-  const absl::StatusOr<bool> skip = DecodeForDifferential(Encoded(recipes), small, c, description, nullptr);
+  const absl::StatusOr<bool> skip = DecodeForDifferential(Encoded(recipes), small, c, nullptr);
   ASSERT_TRUE(skip.ok());
   EXPECT_FALSE(*skip);
   EXPECT_EQ(c, recipes);
@@ -749,9 +801,9 @@ TEST(DeviceWay, AKernelDisagreeingOnASkippedCaseIsJudgedOnTheCpuReferenceAfterAl
   GemmDifferential differential = Skipping(&calls, Defect::kFlipBit, 1000000, true);
   uint64_t seed = 1;
   while (CpuCheckSampled(RecipeWeightsCase(seed), 1000000)) ++seed;
-  FuzzCase c, description;
+  FuzzCase c;
   const absl::StatusOr<bool> skip =
-      DecodeForDifferential(Encoded(RecipeWeightsCase(seed)), differential, c, description, nullptr);
+      DecodeForDifferential(Encoded(RecipeWeightsCase(seed)), differential, c, nullptr);
   ASSERT_TRUE(skip.ok());
   ASSERT_TRUE(*skip);
   const std::vector<std::string> signatures = Signatures(differential.Evaluate(c));

@@ -1,6 +1,7 @@
 #include "reference/fp16.h"
 
 #include <cmath>
+#include <iterator>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -23,6 +24,25 @@ TEST(Fp16Test, RoundTripOfAll65536Patterns) {
 }
 
 // f16_is_inf holds for exactly the two infinities, as their widening says (+-Inf, not NaN).
+// The one table of special values holds each class it names, each value once.
+TEST(Fp16Test, SpecialValuesTableCoversEveryClassOnce) {
+  int zeros = 0, subnormals = 0, infinities = 0, nans = 0, largest = 0;
+  for (size_t i = 0; i < std::size(kF16SpecialValues); ++i) {
+    const uint16_t h = kF16SpecialValues[i];
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(kF16SpecialValues[j], h) << "twice: " << h;
+    zeros += (h & 0x7FFF) == 0;
+    subnormals += (h & 0x7C00) == 0 && (h & 0x03FF) != 0;
+    infinities += f16_is_inf(h);
+    nans += f16_is_nan(h);
+    largest += (h & 0x7FFF) == 0x7BFF;
+  }
+  EXPECT_EQ(zeros, 2);
+  EXPECT_EQ(subnormals, 5);
+  EXPECT_EQ(infinities, 2);
+  EXPECT_EQ(nans, 3);
+  EXPECT_EQ(largest, 2);
+}
+
 TEST(Fp16Test, IsInfHoldsForExactlyTheTwoInfinities) {
   int infinities = 0;
   for (uint32_t h = 0; h < 0x10000; ++h) {

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <random>
 
+#include "reference/fp16.h"
 #include "tests/reference/gemm_test_problems.h"
 
 namespace mxdiff::testing {
@@ -20,8 +22,8 @@ inline uint16_t SpecialF16(std::mt19937_64& rng) {
       return uint16_t(sign | 0x7C00);  // Inf
     case 3:
       return uint16_t(0x7C00 | sign | (1 + rng() % 0x3FF));  // NaN
-    case 4:
-      return uint16_t(sign | 0x7BFF);  // largest finite
+    case 4:  // the table of special values (+-65504, the smallest normal, +-1, ... among them)
+      return kF16SpecialValues[rng() % std::size(kF16SpecialValues)];
     case 5:
       return uint16_t(sign | 0x0400 | (rng() & 0x3FF));  // smallest normal binade
     default:

@@ -11,26 +11,26 @@ namespace mxdiff::gate {
 namespace {
 
 // "raw 112 at layers.0.ffn.experts.3.w3.scale [5, 2]" for each of the first refused bytes.
-std::string RefusalText(const audit::AuditResult& result, const audit::LayerVerdict& verdict) {
+std::string RefusalText(const checkpoint::AuditResult& result, const checkpoint::LayerVerdict& verdict) {
   std::vector<std::string> parts;
-  for (const audit::LayerRefusal& refusal : verdict.first_refused) {
-    const audit::ScaleTensor& scale = result.plan.scales[refusal.scale];
+  for (const checkpoint::LayerRefusal& refusal : verdict.first_refused) {
+    const checkpoint::ScaleTensor& scale = result.plan.scales[refusal.scale];
     const std::vector<uint64_t> position =
-        audit::Coordinates(refusal.index, result.checkpoint.tensor(scale.ref).shape);
+        checkpoint::Coordinates(refusal.index, result.checkpoint.tensor(scale.ref).shape);
     parts.push_back(fmt::format("raw {} at {} [{}]", refusal.raw, scale.name, fmt::join(position, ", ")));
     if (parts.size() == 3) break;
   }
   std::string text = fmt::format("refused: {} scale bytes outside the admitted set", verdict.refused_bytes);
   if (!parts.empty()) text += fmt::format(", first {}", fmt::join(parts, "; "));
-  for (const audit::LayerProblem& problem : verdict.problems) text += fmt::format("; {}", problem.message);
+  for (const checkpoint::LayerProblem& problem : verdict.problems) text += fmt::format("; {}", problem.message);
   return text;
 }
 
-GemmAudit JudgeGemm(const audit::AuditResult& result, const std::string& name) {
+GemmAudit JudgeGemm(const checkpoint::AuditResult& result, const std::string& name) {
   GemmAudit gemm{.name = name};
-  for (const audit::KernelLayer& layer : result.plan.layers) {
+  for (const checkpoint::KernelLayer& layer : result.plan.layers) {
     if (layer.name != name) continue;
-    const audit::LayerVerdict verdict = audit::JudgeLayer(result, layer);
+    const checkpoint::LayerVerdict verdict = checkpoint::JudgeLayer(result, layer);
     gemm.found = true;
     gemm.admitted = verdict.admitted;
     gemm.histogram = verdict.histogram;
@@ -48,7 +48,7 @@ absl::StatusOr<std::vector<std::string>> ChosenLayers(const GateContext& context
                                                   fmt::join(context.options.paths, " ")));
   }
   std::vector<std::string> sorted = known;
-  std::sort(sorted.begin(), sorted.end(), audit::NaturalLess);
+  std::sort(sorted.begin(), sorted.end(), checkpoint::NaturalLess);
   if (context.options.all_layers) return sorted;
   if (context.options.layers.empty()) return std::vector<std::string>{sorted.front()};
   for (const std::string& layer : context.options.layers) {
@@ -63,10 +63,10 @@ absl::StatusOr<std::vector<std::string>> ChosenLayers(const GateContext& context
 }  // namespace
 
 absl::StatusOr<StepResult> RunAuditStep(GateContext& context) {
-  audit::AuditOptions options;
-  context.audit = audit::RunAudit(context.options.paths, options);
+  checkpoint::AuditOptions options;
+  context.audit = checkpoint::RunAudit(context.options.paths, options);
   if (!context.audit.errors.empty()) return absl::InvalidArgumentError(context.audit.errors.front().message);
-  if (const std::optional<audit::NoKernelLayer> none = audit::FindNoKernelLayer(context.audit)) {
+  if (const std::optional<checkpoint::NoKernelLayer> none = checkpoint::FindNoKernelLayer(context.audit)) {
     return absl::InvalidArgumentError(none->message);
   }
   absl::StatusOr<std::vector<std::string>> chosen = ChosenLayers(context);
@@ -74,8 +74,8 @@ absl::StatusOr<StepResult> RunAuditStep(GateContext& context) {
   context.moe_layers = checkpoint::MoeLayersOf(context.audit.checkpoint).size();
   size_t refused = 0;
   std::vector<std::string> lines;
-  for (const audit::KernelLayer& layer : context.audit.plan.layers) {
-    const audit::LayerVerdict verdict = audit::JudgeLayer(context.audit, layer);
+  for (const checkpoint::KernelLayer& layer : context.audit.plan.layers) {
+    const checkpoint::LayerVerdict verdict = checkpoint::JudgeLayer(context.audit, layer);
     refused += verdict.admitted ? 0 : 1;
     if (!verdict.admitted) lines.push_back(fmt::format("{} {}", layer.name, RefusalText(context.audit, verdict)));
   }

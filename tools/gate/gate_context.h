@@ -66,7 +66,7 @@ struct GateLayer {
 
 struct GateContext {
   GateOptions options;
-  audit::AuditResult audit{};
+  checkpoint::AuditResult audit{};
   std::vector<GateLayer> layers{};  // the chosen MoE layers, in checkpoint order
   size_t moe_layers = 0;          // MoE layers in the checkpoint (the seed's projection multiplies by it)
   std::string gpu{};                // "" where none

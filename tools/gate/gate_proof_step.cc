@@ -17,8 +17,8 @@ void Add(ScaleHistogram& sum, const ScaleHistogram& add) {
 
 absl::StatusOr<StepResult> RunProofStep(GateContext& context) {
   ScaleHistogram everything{}, admitted{};
-  for (const audit::KernelLayer& layer : context.audit.plan.layers) {
-    Add(everything, audit::JudgeLayer(context.audit, layer).histogram);
+  for (const checkpoint::KernelLayer& layer : context.audit.plan.layers) {
+    Add(everything, checkpoint::JudgeLayer(context.audit, layer).histogram);
   }
   for (const GateLayer& layer : context.layers) {
     for (const GemmAudit* gemm : {&layer.w13, &layer.w2}) {

@@ -30,7 +30,7 @@ copy_stripped "$build" "$root/kern" --strip-all \
   tests/kernels/kernels_gpu_test tests/kernels/moe_layer_gpu_test tests/kernels/prepare_stress \
   tests/kernels/kernel_benchmark tests/kernels/moe_layer_benchmark tests/fuzz/fuzz_gpu_test \
   tests/fuzz/fuzz_gemm_benchmark tests/fuzz/device_materialize_test tests/reference/device/device_reference_test \
-  tests/fuzz/layer_fuzz_test tests/tools/audit/audit_gpu_test tests/tools/bench/bench_gpu_test \
+  tests/fuzz/layer_fuzz_test tests/checkpoint/audit_gpu_test tests/tools/bench/bench_gpu_test \
   tests/tools/bench/bench_cpu_test tests/kernels/kernels_cpu_test tools/mxdiff/mxdiff \
   fuzz/fuzz_gemm fuzz/fuzz_layer tools/repro/repro fuzz/libmxdiff_example_kernel.so
 [ -x "$root/kern/tools/mxdiff/mxdiff" ] || { echo "$0: no tools/mxdiff/mxdiff in $build" >&2; exit 2; }
@@ -39,7 +39,7 @@ if [ -n "$fuzz_build" ]; then
   copy_stripped "$fuzz_build" "$root/fuzz" --strip-debug fuzz/fuzz_gemm fuzz/fuzz_layer tools/repro/repro \
     fuzz/libmxdiff_example_kernel.so
 fi
-[ -d "$build/tests/tools/audit/fixtures" ] && cp -r "$build/tests/tools/audit/fixtures" "$root/audit-fixtures"
+[ -d "$build/tests/checkpoint/fixtures" ] && cp -r "$build/tests/checkpoint/fixtures" "$root/audit-fixtures"
 mapfile -t binaries < <(find "$root/kern" "$root/fuzz" -type f -perm -u+x 2>/dev/null || true)
 tools/gpu/collect_runtime_libs.sh "$root/kern/runtime-libs" "${binaries[@]}"
 [ -d "$root/fuzz" ] && ln -s ../kern/runtime-libs "$root/fuzz/runtime-libs"

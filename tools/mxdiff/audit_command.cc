@@ -59,24 +59,24 @@ int AuditCommand(std::span<const std::string_view> args) {
                        "the flag out for the default selection\n");
     return kExitBadInput;
   }
-  audit::AuditOptions options;
+  checkpoint::AuditOptions options;
   options.keep_going = absl::GetFlag(FLAGS_keep_going);
   options.selection.pattern = pattern;
   options.scan.threads = threads;
   options.scan.max_positions = size_t(max_positions);
   const std::vector<std::string> paths(args.begin(), args.end());
-  audit::AuditResult result;
+  checkpoint::AuditResult result;
   {
-    audit::ProgressBar bar(stderr);
+    ProgressBar bar(stderr);
     if (bar.active()) options.scan.progress = [&bar](uint64_t done, uint64_t total) { bar.Update(done, total); };
-    result = audit::RunAudit(paths, options);
+    result = checkpoint::RunAudit(paths, options);
   }  // the bar's line is cleared before anything else is printed
-  for (const audit::AuditError& error : result.errors) fmt::print(stderr, "mxdiff audit: {}\n", error.message);
-  if (const std::optional<audit::NoKernelLayer> no_layer = audit::FindNoKernelLayer(result)) {
+  for (const checkpoint::AuditError& error : result.errors) fmt::print(stderr, "mxdiff audit: {}\n", error.message);
+  if (const std::optional<checkpoint::NoKernelLayer> no_layer = checkpoint::FindNoKernelLayer(result)) {
     fmt::print(stderr, "mxdiff audit: {}\n", no_layer->message);
   }
-  fmt::print("{}", format == "json" ? audit::JsonReport(result) : audit::TextReport(result));
-  return audit::ExitStatus(result);
+  fmt::print("{}", format == "json" ? checkpoint::JsonReport(result) : checkpoint::TextReport(result));
+  return checkpoint::ExitStatus(result);
 }
 
 }  // namespace mxdiff::cli

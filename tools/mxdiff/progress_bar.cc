@@ -6,7 +6,7 @@
 
 #include "fmt/core.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::cli {
 
 ProgressBar::ProgressBar(std::FILE* stream, bool force)
     : stream_(stream), active_(force || ::isatty(::fileno(stream)) == 1), start_(std::chrono::steady_clock::now()) {}
@@ -34,4 +34,4 @@ void ProgressBar::Update(uint64_t done_bytes, uint64_t total_bytes) {
   drawn_ = true;
 }
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::cli

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 
-namespace mxdiff::audit {
+namespace mxdiff::cli {
 
 class ProgressBar {
  public:
@@ -23,4 +23,4 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_;
 };
 
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::cli

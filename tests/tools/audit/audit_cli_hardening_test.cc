@@ -9,9 +9,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/tools/audit/audit_cli_runner.h"
-#include "tests/tools/audit/safetensors_builder.h"
+#include "tests/checkpoint/safetensors_builder.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using nlohmann::json;
@@ -221,4 +221,4 @@ TEST(AuditCliPartial, AReportAfterAnErrorWithoutKeepGoingIsMarkedPartial) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "tools/cli/child_process.h"
 
-namespace mxdiff::audit::testing {
+namespace mxdiff::checkpoint::testing {
 
 struct CliRun {
   int status = -1;
@@ -53,4 +53,4 @@ inline CliRun RunAuditCli(const std::string& words) {
   return RunAuditCli(args);
 }
 
-}  // namespace mxdiff::audit::testing
+}  // namespace mxdiff::checkpoint::testing

@@ -15,9 +15,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/tools/audit/audit_cli_runner.h"
-#include "tests/tools/audit/safetensors_builder.h"
+#include "tests/checkpoint/safetensors_builder.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 const std::string kFixtures = MXDIFF_AUDIT_FIXTURES;
@@ -123,4 +123,4 @@ TEST(AuditCli, FlagsAreChecked) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

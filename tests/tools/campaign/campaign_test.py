@@ -444,61 +444,120 @@ echo "fuzz_layer: no device (fake): checking the CPU side only" >&2
 printf '#2\\tINITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb\\n' >&2
 echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
     with_gpu = {"PATH": fake_bin + os.pathsep + os.environ.get("PATH", "")}
+    # --no-mps here and below where PATH keeps the machine's own: a GPU machine's real MPS daemon stays out.
     cases.append(Case("a GPU target that cannot use a listed GPU fails the campaign",
                       campaign + ["--build-dir", gpu_build, "--targets", "fuzz_layer", "--time", "1", "--out", out,
-                                  "--progress", "0"], 3,
+                                  "--progress", "0", "--no-mps"], 3,
                       [r"fuzz_layer worker 0 \(GPU 0\) did not fuzz: stopped before fuzzing \(exit 2\): fuzz_layer: "
                        r"MXDIFF_REQUIRE_GPU=1 \(a GPU is present\)"], env=with_gpu))
     # Placement (issue 21): the caller's CUDA_VISIBLE_DEVICES is kept, in turn per worker; nvidia-smi
     # lists four GPUs whatever it says. The fake target stops and names the GPU it was given, and
-    # whether libFuzzer's leak checks are off (GPU workers only).
+    # whether libFuzzer's leak checks are off (GPU workers only). The fake MPS control daemon (below)
+    # logs its calls to FAKE_MPS_CALLS.
     four_bin = os.path.join(tmp, "fake-nvidia-four")
     os.makedirs(four_bin)
-    write(os.path.join(four_bin, "nvidia-smi"),
-          b"#!/bin/sh\nfor i in 0 1 2 3; do echo \"GPU $i: Fake GPU (UUID: GPU-$i)\"; done\n", 0o755)
+    list_four = b"#!/bin/sh\nfor i in 0 1 2 3; do echo \"GPU $i: Fake GPU (UUID: GPU-$i)\"; done\n"
+    write(os.path.join(four_bin, "nvidia-smi"), list_four, 0o755)
+    write(os.path.join(four_bin, "nvidia-cuda-mps-control"),
+          b'#!/bin/sh\nif [ "$1" = -d ]; then echo "start GPU $CUDA_VISIBLE_DEVICES $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_CALLS"\n'
+          b'else read line; echo "$line $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_CALLS"; fi\n', 0o755)
+    no_daemon_bin = os.path.join(tmp, "fake-nvidia-four-no-mps")  # the same GPUs, no daemon: PATH is this alone
+    os.makedirs(no_daemon_bin)
+    write(os.path.join(no_daemon_bin, "nvidia-smi"), list_four, 0o755)
+
+    def mps_calls_file(name):
+        return os.path.join(tmp, f"mps-calls-{name}.txt")
+
+    def no_daemon_started(calls):
+        def check(_output, _seconds):
+            return f"a daemon was started: {open(calls).read()!r}" if os.path.exists(calls) else None
+        return check
     placed_build = os.path.join(tmp, "placed-build")
     os.makedirs(os.path.join(placed_build, "fuzz"))
     fake_fuzzer(os.path.join(placed_build, "fuzz", "fuzz_layer"),
                 'leaks=$(printf "%s\\n" "$@" | grep -c "^-detect_leaks=0$")\n'
                 'echo "fuzz_layer: cannot start: fake, on GPU $CUDA_VISIBLE_DEVICES, leak checks off: $leaks" >&2; exit 2')
     on_four = {"PATH": four_bin + os.pathsep + os.environ.get("PATH", ""), "CUDA_VISIBLE_DEVICES": "3,1,7,2"}
-    cases.append(Case("GPU workers stay on the caller's CUDA_VISIBLE_DEVICES, in turn",
+    # --no-mps: no daemon although one is on PATH; each worker keeps its CUDA_VISIBLE_DEVICES, and the
+    # report says MPS was off and why.
+    refused_calls = mps_calls_file("refused")
+    cases.append(Case("GPU workers stay on the caller's CUDA_VISIBLE_DEVICES, in turn; --no-mps starts no daemon",
                       campaign + ["--build-dir", placed_build, "--targets", "fuzz_layer", "--time", "1",
-                                  "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 3,
+                                  "--workers-per-gpu", "2", "--out", out, "--progress", "0", "--no-mps"], 3,
                       [r"fuzz_layer: 4 worker\(s\) on 2 GPU\(s\) \(3,1\)",
-                       r"note: fuzz_layer's workers share each GPU without --mps"] +
+                       r"^campaign: fuzz_layer: MPS off \(--no-mps\): the 2 workers of each GPU take turns on it",
+                       r"execs/s: execs / time s(.|\n)*^fuzz_layer: MPS off \(--no-mps\)"] +
                       [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*on GPU {d}, leak checks off: 1 \(log "
-                       for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))], env=on_four))
-    # --mps: one private MPS control daemon per GPU, seeing that GPU alone, started before the
-    # workers and told to quit after them; a worker names its daemon by CUDA_MPS_PIPE_DIRECTORY and
-    # has no CUDA_VISIBLE_DEVICES (MPS clients must not set it). The fake daemon logs its calls.
-    mps_calls = os.path.join(tmp, "mps-calls.txt")
-    write(os.path.join(four_bin, "nvidia-cuda-mps-control"),
-          b'#!/bin/sh\nif [ "$1" = -d ]; then echo "start GPU $CUDA_VISIBLE_DEVICES $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_CALLS"\n'
-          b'else read line; echo "$line $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_CALLS"; fi\n', 0o755)
+                       for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))], [r"MPS on"],
+                      env={**on_four, "FAKE_MPS_CALLS": refused_calls}, check=no_daemon_started(refused_calls)))
+    # MPS: one private control daemon per GPU, seeing that GPU alone, started before the workers and
+    # told to quit after them; a worker names its daemon by CUDA_MPS_PIPE_DIRECTORY and has no
+    # CUDA_VISIBLE_DEVICES (MPS clients must not set it). On by default where workers share a GPU
+    # and the daemon is on PATH; --mps insists on it.
     mps_build = os.path.join(tmp, "mps-build")
     os.makedirs(os.path.join(mps_build, "fuzz"))
     fake_fuzzer(os.path.join(mps_build, "fuzz", "fuzz_layer"),
                 'echo "fuzz_layer: cannot start: fake, pipe $CUDA_MPS_PIPE_DIRECTORY, devices [${CUDA_VISIBLE_DEVICES-unset}]" >&2; '
                 'exit 2')
 
-    def mps_check(_output, _seconds):
-        calls = open(mps_calls).read().splitlines() if os.path.exists(mps_calls) else []
-        starts = [line for line in calls if line.startswith("start ")]
-        quits = [line for line in calls if line.startswith("quit ")]
-        wanted = [fr"start GPU {d} \S+/mps-gpu{d}/pipe$" for d in (3, 1)]
-        if len(starts) != 2 or not all(re.match(w, s) for w, s in zip(wanted, starts)):
-            return f"expected a daemon for GPU 3 then GPU 1, got {starts}"
-        if sorted(q.split()[1] for q in quits) != sorted(s.split()[3] for s in starts):
-            return f"expected each daemon told to quit, got {quits}"
-        return None
+    def daemons_started_and_stopped(calls_file):
+        def check(_output, _seconds):
+            calls = open(calls_file).read().splitlines() if os.path.exists(calls_file) else []
+            starts = [line for line in calls if line.startswith("start ")]
+            quits = [line for line in calls if line.startswith("quit ")]
+            wanted = [fr"start GPU {d} \S+/mps-gpu{d}/pipe$" for d in (3, 1)]
+            if len(starts) != 2 or not all(re.match(w, s) for w, s in zip(wanted, starts)):
+                return f"expected a daemon for GPU 3 then GPU 1, got {starts}"
+            if sorted(q.split()[1] for q in quits) != sorted(s.split()[3] for s in starts):
+                return f"expected each daemon told to quit, got {quits}"
+            return None
+        return check
+    under_mps = [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*pipe \S+/mps-gpu{d}/pipe, devices \[unset\]"
+                 for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))]
+    forced_calls, default_calls = mps_calls_file("forced"), mps_calls_file("default")
     cases.append(Case("--mps starts a daemon per GPU for its workers and stops it after them",
                       campaign + ["--build-dir", mps_build, "--targets", "fuzz_layer", "--time", "1", "--mps",
                                   "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 3,
-                      [r"fuzz_layer: its workers run under 2 MPS daemon\(s\), one per GPU"] +
-                      [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*pipe \S+/mps-gpu{d}/pipe, devices \[unset\]"
-                       for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))],
-                      env={**on_four, "FAKE_MPS_CALLS": mps_calls}, check=mps_check))
+                      [r"fuzz_layer: MPS on \(--mps\): its workers run under 2 MPS daemon\(s\), one per GPU"] + under_mps,
+                      env={**on_four, "FAKE_MPS_CALLS": forced_calls}, check=daemons_started_and_stopped(forced_calls)))
+    cases.append(Case("workers sharing a GPU run under MPS by default where the daemon is on PATH, and the report says so",
+                      campaign + ["--build-dir", mps_build, "--targets", "fuzz_layer", "--time", "1",
+                                  "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 3,
+                      [r"^campaign: fuzz_layer: MPS on \(the default where workers share a GPU and "
+                       r"nvidia-cuda-mps-control is on PATH; --no-mps runs without\): its workers run under 2 MPS "
+                       r"daemon\(s\), one per GPU",
+                       r"execs/s: execs / time s(.|\n)*^fuzz_layer: MPS on \(the default",
+                       r"^fuzz_layer: its workers ran under MPS by default; if they could not reach the daemon"] + under_mps,
+                      env={**on_four, "FAKE_MPS_CALLS": default_calls}, check=daemons_started_and_stopped(default_calls)))
+    cases.append(Case("without the daemon on PATH, workers sharing a GPU run without MPS, and the report says why",
+                      campaign + ["--build-dir", mps_build, "--targets", "fuzz_layer", "--time", "1",
+                                  "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 3,
+                      [r"^campaign: fuzz_layer: MPS off \(nvidia-cuda-mps-control is not on PATH\): the 2 workers of "
+                       r"each GPU take turns on it"] +
+                      [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*devices \[{d}\]"
+                       for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))], [r"MPS on"],
+                      env={"PATH": no_daemon_bin, "CUDA_VISIBLE_DEVICES": "3,1"}))
+    failing_bin = os.path.join(tmp, "fake-nvidia-four-failing-mps")  # a daemon that does not start
+    os.makedirs(failing_bin)
+    write(os.path.join(failing_bin, "nvidia-smi"), list_four, 0o755)
+    write(os.path.join(failing_bin, "nvidia-cuda-mps-control"),
+          b"#!/bin/sh\necho 'An instance of this daemon is already running' >&2; exit 1\n", 0o755)
+    cases.append(Case("a default MPS daemon that does not start leaves the workers without MPS, saying why",
+                      campaign + ["--build-dir", mps_build, "--targets", "fuzz_layer", "--time", "1",
+                                  "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 3,
+                      [r"^campaign: fuzz_layer: MPS off \(its daemon did not start: nvidia-cuda-mps-control -d for "
+                       r"GPU 3 failed \(exit 1\): An instance of this daemon is already running\)"] +
+                      [fr"fuzz_layer worker {w} \(GPU {d}\) did not fuzz: .*devices \[{d}\]"
+                       for w, d in ((0, 3), (1, 1), (2, 3), (3, 1))], [r"MPS on"],
+                      env={"PATH": failing_bin, "CUDA_VISIBLE_DEVICES": "3,1"}))
+    cases.append(Case("--mps whose daemon does not start is a usage error",
+                      campaign + ["--build-dir", mps_build, "--targets", "fuzz_layer", "--time", "1", "--mps",
+                                  "--workers-per-gpu", "2", "--out", out, "--progress", "0"], 2,
+                      [r"^campaign: --mps: nvidia-cuda-mps-control -d for GPU 3 failed \(exit 1\): An instance"],
+                      [r"did not fuzz"], env={"PATH": failing_bin, "CUDA_VISIBLE_DEVICES": "3,1"}))
+    cases.append(Case("--mps and --no-mps together are refused in one line",
+                      campaign + ["--build-dir", mps_build, "--targets", "fuzz_layer", "--mps", "--no-mps"], 2,
+                      [r"^campaign: --mps and --no-mps contradict each other$"], check=one_line, env=on_four))
     cases.append(Case("--mps without nvidia-cuda-mps-control on PATH is a usage error",
                       campaign + ["--build-dir", placed_build, "--targets", "fuzz_layer", "--time", "1", "--mps",
                                   "--out", out, "--progress", "0"], 2,
@@ -510,11 +569,11 @@ echo 'stat::number_of_executed_units: 50' >&2; exit 0""")
                       campaign + ["--build-dir", placed_build, "--targets", "fuzz_layer", "--time", "1",
                                   "--out", out, "--progress", "0"], 3,
                       [fr"fuzz_layer: {core_count} worker\(s\) on 1 GPU\(s\) \(3\)"],
-                      env={**on_four, "CUDA_VISIBLE_DEVICES": "3"}))
+                      env={**on_four, "CUDA_VISIBLE_DEVICES": "3", "FAKE_MPS_CALLS": mps_calls_file("cores")}))
     if opt.fuzzing:
         cases.append(Case("fuzz_gemm without a usable GPU on a GPU machine fails the campaign",
                           campaign + ["--build-dir", build, "--targets", "fuzz_gemm", "--time", "2", "--out", out,
-                                      "--progress", "0"], 3,
+                                      "--progress", "0", "--no-mps"], 3,
                           [r"fuzz_gemm worker 0 \(GPU 0\) did not fuzz: stopped before fuzzing .*MXDIFF_REQUIRE_GPU=1 \(a GPU is "
                            r"present\)"], env=with_gpu, timeout=120))
     cases += hostile_cases(opt, tmp, campaign, fuzzed, one_line)

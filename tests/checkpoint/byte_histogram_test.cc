@@ -9,7 +9,7 @@
 #include "checkpoint/byte_histogram.h"
 #include "tests/reference/test_seed.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 void ExpectSameCounts(std::span<const uint8_t> bytes, const std::string& what) {
@@ -52,4 +52,4 @@ TEST(ByteHistogram, LongRunsOfOneValueAndMixedBlocks) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

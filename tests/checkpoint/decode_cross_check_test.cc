@@ -12,7 +12,7 @@
 #include "reference/transform.h"
 #include "checkpoint/safetensors_header.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 class DecodeTable : public ::testing::Test {
@@ -82,4 +82,4 @@ TEST_F(DecodeTable, E2m1EveryCode) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
-namespace mxdiff::audit::testing {
+namespace mxdiff::checkpoint::testing {
 
 struct TestTensor {
   TestTensor(std::string name_, std::string dtype_, std::vector<uint64_t> shape_, uint8_t fill_ = 120)
@@ -82,4 +82,4 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-}  // namespace mxdiff::audit::testing
+}  // namespace mxdiff::checkpoint::testing

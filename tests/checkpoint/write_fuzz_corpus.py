@@ -7,7 +7,7 @@ non-UTF-8 JSON, an unknown dtype, shape and byte size disagreeing, offsets out o
 overlapping and reversed, a duplicate name, nesting, trailing bytes), index files, and bundles
 (`bundle-*.mxsb`, fuzz/README.md: several files in one input, audited as a checkpoint folder).
 
-  tests/tools/audit/write_fuzz_corpus.py corpus/fuzz_safetensors
+  tests/checkpoint/write_fuzz_corpus.py corpus/fuzz_safetensors
 """
 import json
 import os

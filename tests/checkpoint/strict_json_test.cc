@@ -10,7 +10,7 @@
 #include "checkpoint/audit_error.h"
 #include "checkpoint/strict_json.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using nlohmann::json;
@@ -84,4 +84,4 @@ TEST(StrictJson, InvalidJsonKeepsNlohmannsPosition) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -1,10 +1,10 @@
 // Selection of scale tensors, the weight shape check and the grouping into kernel layers, on
 // checkpoints built in memory.
 #include "gtest/gtest.h"
-#include "tests/tools/audit/safetensors_builder.h"
+#include "tests/checkpoint/safetensors_builder.h"
 #include "checkpoint/scale_plan.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using testing::BuildFile;
@@ -269,4 +269,4 @@ TEST(PlanAudit, ScaleAndWeightInDifferentFilesAndLeadingZeroNames) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

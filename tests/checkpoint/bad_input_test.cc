@@ -5,10 +5,10 @@
 #include <filesystem>
 
 #include "gtest/gtest.h"
-#include "tests/tools/audit/safetensors_builder.h"
+#include "tests/checkpoint/safetensors_builder.h"
 #include "checkpoint/audit.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using testing::BuildFile;
@@ -254,4 +254,4 @@ TEST(BadInput, AFileThatShrinksAfterItsHeaderWasReadIsAnErrorNotACrash) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -7,7 +7,7 @@
 // their real sizes and offsets without costing the disk. Scale bytes are raw 114..126, as the
 // seed's audit of the real checkpoint found. The files are read once before timing (page cache).
 //
-//   build/tests/tools/audit/audit_benchmark [--benchmark_filter=...]
+//   build/tests/checkpoint/audit_benchmark [--benchmark_filter=...]
 //
 // BM_AuditOneFileManyTensors (argument: tensors in one file) times a header-bound audit.
 // BM_AuditLargeShard (argument: threads, 0 the default) one 3.2 GB shard of a whole V4 layer.
@@ -33,7 +33,7 @@
 #include "nlohmann/json.hpp"
 #include "checkpoint/audit.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
@@ -312,6 +312,6 @@ BENCHMARK(BM_AuditScaleBytes)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint
 
 BENCHMARK_MAIN();

@@ -14,7 +14,7 @@
 #include "checkpoint/audit.h"
 #include "checkpoint/layer_verdicts.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using nlohmann::json;
@@ -281,4 +281,4 @@ TEST(AuditFixture, TextSummaryNamesTheRefusedLayersAndTheRule) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

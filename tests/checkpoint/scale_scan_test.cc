@@ -15,7 +15,7 @@
 #include "checkpoint/audit.h"
 #include "checkpoint/scale_scan.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 TEST(ScaleScan, DefaultThreadsFollowTheWorkAndTheAffinityMask) {
@@ -129,4 +129,4 @@ TEST(ScaleScan, ReadIntoABufferEqualsTheWindowAndReusesTheBuffer) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

@@ -13,8 +13,8 @@
 namespace mxdiff::testing {
 namespace {
 
-using audit::AuditResult;
-using audit::KernelLayer;
+using checkpoint::AuditResult;
+using checkpoint::KernelLayer;
 
 // The GPU machine runs a carried build in another folder: MXDIFF_AUDIT_FIXTURES there names
 // where the fixtures were carried.
@@ -28,17 +28,17 @@ class PrepareAuditedTest : public GpuTest {
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped()) return;
-    result_ = audit::RunAudit({FixturesDir() + "/deepseek"}, audit::AuditOptions{});
+    result_ = checkpoint::RunAudit({FixturesDir() + "/deepseek"}, checkpoint::AuditOptions{});
     ASSERT_TRUE(result_.errors.empty()) << result_.errors.front().message;
-    absl::StatusOr<std::vector<AuditedLayerVerdict>> verdicts = audit::ReadLayerVerdicts(audit::JsonReport(result_));
+    absl::StatusOr<std::vector<AuditedLayerVerdict>> verdicts = checkpoint::ReadLayerVerdicts(checkpoint::JsonReport(result_));
     ASSERT_TRUE(verdicts.ok()) << verdicts.status();
     verdicts_ = *std::move(verdicts);
     std::vector<std::string> files;
-    for (const audit::CheckpointFile& file : result_.checkpoint.files) files.push_back(file.path);
-    source_ = std::make_unique<audit::MappedFiles>(files);
+    for (const checkpoint::CheckpointFile& file : result_.checkpoint.files) files.push_back(file.path);
+    source_ = std::make_unique<checkpoint::MappedFiles>(files);
   }
   std::vector<uint8_t> ScaleBytes(const KernelLayer& layer) {
-    absl::StatusOr<std::vector<uint8_t>> bytes = audit::ReadLayerScaleBytes(result_.checkpoint, result_.plan, layer, *source_);
+    absl::StatusOr<std::vector<uint8_t>> bytes = checkpoint::ReadLayerScaleBytes(result_.checkpoint, result_.plan, layer, *source_);
     EXPECT_TRUE(bytes.ok()) << bytes.status();
     return bytes.ok() ? *bytes : std::vector<uint8_t>();
   }
@@ -50,7 +50,7 @@ class PrepareAuditedTest : public GpuTest {
   }
   AuditResult result_;
   std::vector<AuditedLayerVerdict> verdicts_;
-  std::unique_ptr<audit::MappedFiles> source_;
+  std::unique_ptr<checkpoint::MappedFiles> source_;
 };
 
 TEST_F(PrepareAuditedTest, AcceptsTheAuditsVerdictAndAgreesWithPrepare) {

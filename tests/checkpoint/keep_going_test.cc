@@ -2,7 +2,7 @@
 // after an error without --keep-going judges nothing; with --keep-going, a tensor in two shards
 // refuses its layer whatever the order of the files, the tensors the index puts in a shard
 // that cannot be read refuse theirs, every problem of an index follows one rule
-// (tools/audit/README.md), and a *.safetensors beside an index that it does not name is reported.
+// (checkpoint/README.md), and a *.safetensors beside an index that it does not name is reported.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -12,11 +12,11 @@
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/tools/audit/safetensors_builder.h"
+#include "tests/checkpoint/safetensors_builder.h"
 #include "checkpoint/audit.h"
 #include "checkpoint/layer_verdicts.h"
 
-namespace mxdiff::audit {
+namespace mxdiff::checkpoint {
 namespace {
 
 using nlohmann::json;
@@ -243,7 +243,7 @@ TEST(KeepGoing, TheLayersOfAnUnreadableShardAreRefusedNotDropped) {
   ASSERT_TRUE(ReadLayerVerdicts(JsonReport(result)).ok());
 }
 
-// Issue 23, item 14: one rule for every problem of an index (tools/audit/README.md): with
+// Issue 23, item 14: one rule for every problem of an index (checkpoint/README.md): with
 // --keep-going the audit goes on with what can be read, a tensor the index names that cannot
 // be read refuses its layer, and an index that cannot be read at all leaves the folder's files.
 TEST(KeepGoing, IndexNamingAShardOutsideItsFolder) {
@@ -385,4 +385,4 @@ TEST(Unindexed, AFileBesideTheIndexIsAuditedApartOnce) {
 }
 
 }  // namespace
-}  // namespace mxdiff::audit
+}  // namespace mxdiff::checkpoint

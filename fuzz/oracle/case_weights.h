@@ -1,0 +1,67 @@
+// Where one fuzz_gemm case's weights are, and each view of them, got once per case: the case's own
+// host tensors, or (where the decoder skipped them: fuzz_gemm's device way) the scales, the whole
+// case or the groups with rows materialized on the host from their recipes when something needs
+// them (a CPU reference, a finding, a module that does not take recipe weights). The device's
+// materialization of the same recipes is fuzz/modules/device_recipe_weights.h, owned with the
+// modules and the device oracle by the target's state.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "fuzz/driver/gemm_counters.h"
+#include "fuzz/formats/case_format.h"
+#include "reference/problem.h"
+
+namespace mxdiff::fuzz {
+
+// Whether the case holds `kind`'s bytes on the host: literal bytes, a recipe the decoder
+// materialized, or no elements at all. The one answer to "are this case's weights on the host".
+bool TensorOnHost(const FuzzCase& fuzz_case, TensorKind kind);
+
+class CaseWeights {
+ public:
+  // Materializing on the host is counted as decoding (Phase::kDecode), a late one in `counters`.
+  explicit CaseWeights(DifferentialCounters& counters) : counters_(counters) {}
+  CaseWeights(const CaseWeights&) = delete;
+  CaseWeights& operator=(const CaseWeights&) = delete;
+
+  // A new case (the same case object may hold another case now): every view is made again.
+  void Begin(const FuzzCase& fuzz_case);
+  // The case arrived without some of its weights on the host (TensorOnHost).
+  bool deferred() const { return deferred_; }
+  // ... and some were materialized on the host after all (counted as host_weights_late).
+  bool late() const { return late_; }
+
+  // The case's scale bytes on the host: its own, or (once per case) materialized from the recipe.
+  std::span<const uint8_t> HostScales(const FuzzCase& fuzz_case);
+  // The case with its weights on the host: itself, or (once per case) a copy with them materialized.
+  const FuzzCase& HostCase(const FuzzCase& fuzz_case);
+  // The groups with rows alone (an output element reads only its row's group, so the bits are the
+  // same): what the device oracle is handed, so a 256-expert layer with 6 routed experts crosses
+  // PCIe as 6 experts, not 570 MB; and what the CPU reference computes where the host skipped the
+  // weights, those experts' codes then materialized from the recipe (MaterializeCodeSlice).
+  // Built once per case; the whole case's problem where every group has rows and nothing was skipped.
+  GroupedProblem RowGroupsProblem(const FuzzCase& fuzz_case);
+  // What the CPU reference computes: the case's problem, or RowGroupsProblem where weights were skipped.
+  GroupedProblem CpuProblem(const FuzzCase& fuzz_case) {
+    return deferred_ ? RowGroupsProblem(fuzz_case) : fuzz_case.Problem();
+  }
+
+ private:
+  DifferentialCounters& counters_;
+  bool deferred_ = false, late_ = false;
+  bool host_case_ready_ = false;  // host_case_ holds the case with its weights
+  bool scales_ready_ = false;     // host_scales_ holds the case's scales
+  bool row_groups_ready_ = false;
+  FuzzCase host_case_;                // reused across cases
+  std::vector<uint8_t> host_scales_;  // reused across cases
+  struct RowGroups {                  // RowGroupsProblem's storage, reused across cases
+    int groups = 0;
+    std::vector<int32_t> row_offsets;
+    std::vector<uint8_t> codes, scales;
+  } row_groups_;
+};
+
+}  // namespace mxdiff::fuzz
