@@ -3,6 +3,7 @@
 // through ReferenceGemm on one thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +26,26 @@ inline int RunReferenceBehindAbi(const mxdiff_problem& p, ReferenceOptions optio
   if (absl::Status status = ReferenceGemm(problem, options, result); !status.ok()) {
     return Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size, std::string(status.message()));
   }
+  return MXDIFF_KERNEL_OK;
+}
+
+// The descriptor's own transform and step model as reference options (the caller has checked both
+// are known).
+inline ReferenceOptions OptionsOf(const mxdiff_problem& p) {
+  ReferenceOptions options;
+  options.transform = Transform(p.transform);
+  options.model = StepModel(p.step_model);
+  return options;
+}
+
+// RunReferenceBehindAbi's result written into the caller's `output` (rows x n fp16 bits).
+inline int WriteReferenceBehindAbi(const mxdiff_problem& p, const ReferenceOptions& options, uint16_t* output,
+                                   char* message, size_t message_size) {
+  std::vector<uint16_t> result;
+  if (int code = RunReferenceBehindAbi(p, options, result, message, message_size); code != MXDIFF_KERNEL_OK) {
+    return code;
+  }
+  std::copy(result.begin(), result.end(), output);
   return MXDIFF_KERNEL_OK;
 }
 

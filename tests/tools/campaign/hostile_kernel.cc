@@ -56,15 +56,10 @@ int RunHostileKernel(const mxdiff_problem* p, uint16_t* output, char* message, s
   for (size_t i = 0; i < rows * size_t(p->k); ++i) {
     if (IsSubnormal(activations[i])) activations[i] &= 0x8000;
   }
-  mxdiff::ReferenceOptions options;
-  options.transform = mxdiff::Transform(p->transform);
-  options.model = mxdiff::StepModel(p->step_model);
-  std::vector<uint16_t> result;
-  if (int code = mxdiff::fuzz::RunReferenceBehindAbi(*p, options, result, message, message_size);
+  if (int code = mxdiff::fuzz::WriteReferenceBehindAbi(*p, mxdiff::fuzz::OptionsOf(*p), output, message, message_size);
       code != MXDIFF_KERNEL_OK) {
     return code;
   }
-  if (!result.empty()) std::memcpy(output, result.data(), result.size() * sizeof(uint16_t));
   return MXDIFF_KERNEL_OK;
 }
 

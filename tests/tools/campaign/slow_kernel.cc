@@ -9,9 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <thread>
-#include <vector>
 
 #include "fuzz/modules/kernel_abi_support.h"
 #include "fuzz/modules/mxdiff_kernel_abi.h"
@@ -33,15 +31,10 @@ int RunSlowKernel(const mxdiff_problem* p, uint16_t* output, char* message, size
     return mxdiff::fuzz::Fail(MXDIFF_KERNEL_UNSUPPORTED, message, message_size,
                               "descriptor outside what this kernel knows");
   }
-  mxdiff::ReferenceOptions options;
-  options.transform = mxdiff::Transform(p->transform);
-  options.model = mxdiff::StepModel(p->step_model);
-  std::vector<uint16_t> result;
-  if (int code = mxdiff::fuzz::RunReferenceBehindAbi(*p, options, result, message, message_size);
+  if (int code = mxdiff::fuzz::WriteReferenceBehindAbi(*p, mxdiff::fuzz::OptionsOf(*p), output, message, message_size);
       code != MXDIFF_KERNEL_OK) {
     return code;
   }
-  if (!result.empty()) std::memcpy(output, result.data(), result.size() * sizeof(uint16_t));
   return MXDIFF_KERNEL_OK;
 }
 
