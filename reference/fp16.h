@@ -22,7 +22,7 @@ inline constexpr uint32_t kF32CanonicalNaN = 0x7FFFFFFF;
 // special inputs to draw from: +-0, subnormals (the smallest of each sign, the largest, a middle
 // one), the smallest normal, +-1, 0.5, 2, about 1/3, +-65504, +-Inf, NaNs (quiet, signalling, all
 // ones), the largest negative subnormal. The first 19 are fuzz/formats/tensor_recipe.h's
-// kInterestingF16 in its order (a recipe may index them): only append.
+// kInterestingF16 (a view of them, which a recipe indexes): only append.
 inline constexpr uint16_t kF16SpecialValues[] = {
     0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0200, 0x0400, 0x3C00, 0xBC00, 0x3800,
     0x4000, 0x3555, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x83FF};

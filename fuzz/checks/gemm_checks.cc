@@ -30,6 +30,20 @@ std::string RouteOrError(const absl::StatusOr<Route>& route) {
 
 }  // namespace
 
+std::string DescribeRanPlan(const RanPlan& plan) {
+  return fmt::format("cta_k {} (chunk {}), {} split(s){}", plan.cta_k, plan.cta_k > 0 ? split_chunk_k(plan.cta_k) : 0,
+                     plan.splits, plan.kernel.empty() ? "" : ", kernel " + plan.kernel);
+}
+
+Tactic JudgedTactic(const ModuleRun& run) {
+  Tactic tactic = run.route->tactic;
+  if (run.ran_plan) {
+    tactic.cta_k = run.ran_plan->cta_k;
+    tactic.splits = run.ran_plan->splits;
+  }
+  return tactic;
+}
+
 const CheckVerdict* CaseEvaluation::FirstFinding() const {
   for (const CheckVerdict& verdict : verdicts) {
     if (verdict.finding) return &verdict;
@@ -112,13 +126,14 @@ CheckResult CheckBits(const FuzzCase& c, const ModuleRun& run, CaseWeights& weig
   const int row = int(i / size_t(c.n)), column = int(i % size_t(c.n));
   const std::string& name = run.module;
   return Finding{fmt::format("mismatch/{}{}/{}/{}", name == TransformName(route.variant) ? "" : name + "/",
-                             TransformName(route.variant), TacticSignature(c, route.tactic),
-                             ScaleClassOfColumn(c, weights.HostScales(c), row, column)),
+                             TransformName(route.variant), TacticSignature(c, JudgedTactic(run)),
+                             ScaleClassOfColumn(c, weights.HostScales(), row, column)),
                  fmt::format("{}: element [{}][{}] is 0x{:04x} ({}), the reference ({} {}) says 0x{:04x} ({}), "
-                             "{}; route {}",
+                             "{}; route {}{}",
                              name, row, column, run.output[i], f16_to_f32(run.output[i]), TransformName(route.variant),
                              StepModelName(run.model), run.reference[i], f16_to_f32(run.reference[i]),
-                             F16DistanceText(run.output[i], run.reference[i]), DescribeRoute(route))};
+                             F16DistanceText(run.output[i], run.reference[i]), DescribeRoute(route),
+                             run.ran_plan ? "; the module reported running " + DescribeRanPlan(*run.ran_plan) : "")};
 }
 
 CheckResult CheckDeterminism(const FuzzCase& c, const ModuleRun& run, const Tactic& again_tactic,

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,7 +48,8 @@ struct ModuleRun {
   absl::StatusOr<Route> expected = absl::UnknownError("not run");
   absl::StatusOr<Route> route = absl::UnknownError("not run");
   std::vector<uint16_t> output;
-  std::vector<uint16_t> reference;  // for the route that ran; empty if it did not run
+  std::optional<RanPlan> ran_plan;  // the plan the module reported it ran (GemmModule::ReportedPlan)
+  std::vector<uint16_t> reference;  // for the route (and reported plan) that ran; empty if it did not run
   bool unsupported = false;         // the module declined the case (Unimplemented, or out of memory)
 };
 
@@ -64,8 +66,8 @@ CheckResult CheckInputs(const ModuleRun& run, std::string_view changed);
 CheckResult CheckRoute(const FuzzCase& fuzz_case, const ModuleRun& run, const LayerAdmission& admission);
 CheckResult CheckWritten(const FuzzCase& fuzz_case, const ModuleRun& run);
 // `bits`: every written element against run.reference (unwritten ones are `written`'s); the
-// signature names the scale class of the first mismatch's column (the case's scales, on the host
-// only for a mismatch).
+// signature names JudgedTactic and the scale class of the first mismatch's column (the case's
+// scales, on the host only for a mismatch).
 CheckResult CheckBits(const FuzzCase& fuzz_case, const ModuleRun& run, CaseWeights& weights);
 // `determinism`: the rerun with `again_tactic` gave `again` and `second`.
 CheckResult CheckDeterminism(const FuzzCase& fuzz_case, const ModuleRun& run, const Tactic& again_tactic,
@@ -75,6 +77,12 @@ CheckResult CheckCrossModule(const std::vector<uint16_t>* ordinary_bits, const s
 // `cpu-side`, one transform: the reference single-threaded (`single`) and multi-threaded (`multi`).
 CheckResult CheckCpuSide(Transform transform, const absl::Status& single_status, const std::vector<uint16_t>& single,
                          const absl::StatusOr<const std::vector<uint16_t>*>& multi);
+
+// "cta_k 64 (chunk 64), 3 split(s), kernel NAME": a reported plan in findings and repro.
+std::string DescribeRanPlan(const RanPlan& plan);
+// The tactic whose plan the bits were judged by: the route's, with the cta_k and split count the
+// module reported where it reported a plan (run.route must hold a route).
+Tactic JudgedTactic(const ModuleRun& run);
 
 // The most unusual class (reference/scale_class.h) among the scale bytes (the case's, as
 // scale_bytes) of the weight column behind an output element (the signature's last part).

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "fuzz/checks/output_scan.h"
+#include "reference/split_plan.h"
 
 namespace mxdiff::fuzz {
 namespace {
@@ -32,16 +33,19 @@ void DescribeChange(std::string_view input, const std::vector<T>& before, const 
 }  // namespace
 
 GemmDifferential::GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules,
-                                   std::unique_ptr<ReferenceOracle> device_oracle, OracleSettings settings)
-    : modules_(std::move(modules)), references_(std::move(device_oracle), settings, weights_, counters_) {}
+                                   std::unique_ptr<ReferenceOracle> device_oracle, OracleSettings settings,
+                                   std::unique_ptr<DeviceRecipeWeights> device_weights)
+    : modules_(std::move(modules)),
+      weights_(counters_, std::move(device_weights)),
+      references_(std::move(device_oracle), settings, weights_, counters_) {}
 
 CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c, std::span<const uint8_t> input) {
   kernel_inputs_of_ = nullptr;  // the same case object may hold another case now
-  weights_.Begin(c);
-  references_.Begin(c, input);
+  weights_.Begin(c);  // the case goes down once: every view of it and its reference read it there
+  references_.Begin(input);
   CaseEvaluation evaluation = EvaluateAll(c);
   ++counters_.cases;
-  ++counters_.cases_by_shape[size_t(ShapeClassOf(c))];
+  ++counters_.cases_by_shape[size_t(references_.shape_class())];
   references_.End();
   counters_.host_weights_skipped += weights_.deferred();
   counters_.host_weights_late += weights_.late();
@@ -50,7 +54,7 @@ CaseEvaluation GemmDifferential::Evaluate(const FuzzCase& c, std::span<const uin
 
 CaseEvaluation GemmDifferential::EvaluateAll(const FuzzCase& c) {
   CaseEvaluation evaluation;
-  const LayerAdmission& admission = references_.Admission(c, evaluation.verdicts);
+  const LayerAdmission& admission = references_.Admission(evaluation.verdicts);
   for (const std::unique_ptr<GemmModule>& module : modules_) EvaluateModule(c, *module, admission, evaluation);
   bool any_ran = false;
   const std::vector<uint16_t>* ordinary_bits = nullptr;
@@ -86,9 +90,10 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
   run.model = module.model().value_or(c.model);
   run.expected = module.ExpectedRoute(c, run.tactic, admission);
   run.output.assign(size_t(c.rows()) * size_t(c.n), kOutputPoison);
-  const FuzzCase& input = module.TakesRecipeWeights() ? c : weights_.HostCase(c);  // its weights where it needs them
+  const FuzzCase& input = module.TakesRecipeWeights() ? c : weights_.HostCase();  // its weights where it needs them
   inputs_changed_.clear();
   run.route = RunModule(module, input, run.tactic, run.output);
+  if (run.route.ok()) run.ran_plan = module.ReportedPlan();
   auto verdict = [&](size_t check, CheckResult finding) {
     evaluation.verdicts.push_back({kCheckNames[check], run.module, std::move(finding)});
   };
@@ -122,6 +127,11 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
 absl::StatusOr<Route> GemmDifferential::RunModule(GemmModule& module, const FuzzCase& c, const Tactic& tactic,
                                                   std::span<uint16_t> output) {
   PhaseTimer timer(counters_.seconds_in(Phase::kKernels));
+  if (module.TakesRecipeWeights() && weights_.deferred()) {  // the weights are only on the device
+    absl::StatusOr<const DeviceCaseWeights*> on_device = weights_.OnDevice();
+    if (!on_device.ok()) return on_device.status();
+    module.UseDeviceWeights(**on_device);
+  }
   if (!module.ExposesHostInputs()) return module.Run(c, tactic, output);
   // Never the case's own buffers: the reference, the later modules and the next case's
   // materialization (MaterializationMemo) read them. The copy is made again only after a run
@@ -149,9 +159,19 @@ absl::Status GemmDifferential::Health(GemmModule& module) {
 }
 
 CheckResult GemmDifferential::JudgeBits(const FuzzCase& c, ModuleRun& run, CaseEvaluation& evaluation) {
-  const ReferencePlan plan = PlanOfTactic(run.route->variant, run.model, run.route->tactic);
-  absl::StatusOr<const std::vector<uint16_t>*> reference =
-      references_.Judge(c, plan, run.output, evaluation.verdicts);
+  ReferencePlan plan = PlanOfTactic(run.route->variant, run.model, run.route->tactic);
+  if (run.ran_plan) {  // the module ran another plan than its tactic's: the reference follows it
+    absl::StatusOr<ReferencePlan> reported = PlanOfReport(run.route->variant, run.model, *run.ran_plan, c.k);
+    if (!reported.ok()) {
+      return Finding{fmt::format("abi/{}/unknown-plan", run.module),
+                     fmt::format("{} reported {}; its bits were not compared", run.module,
+                                 std::string(reported.status().message()))};
+    }
+    plan = *reported;
+  }
+  CountPlan(counters_, run.module, plan.cta_k, effective_splits(c.k, plan.cta_k, plan.splits),
+            run.ran_plan ? run.ran_plan->kernel : std::string());
+  absl::StatusOr<const std::vector<uint16_t>*> reference = references_.Judge(plan, run.output, evaluation.verdicts);
   if (!reference.ok()) {
     return Finding{"reference/rejected-valid-case", fmt::format("ReferenceGemm: {}", reference.status().ToString())};
   }
@@ -165,6 +185,13 @@ CheckResult GemmDifferential::Determinism(const FuzzCase& c, GemmModule& module,
   const Tactic again_tactic = module.ReorderedTactic(run.tactic).value_or(run.tactic);
   std::vector<uint16_t> second(run.output.size(), kOutputPoison);
   const absl::StatusOr<Route> again = RunModule(module, c, again_tactic, second);
+  if (again.ok() && module.ReportedPlan() != run.ran_plan) {  // repro could not replay the plan
+    const std::optional<RanPlan> plan = module.ReportedPlan();
+    return Finding{fmt::format("nondeterminism/{}/plan", run.module),
+                   fmt::format("{}: the case again reported {}, the first run {}", run.module,
+                               plan ? DescribeRanPlan(*plan) : "no plan",
+                               run.ran_plan ? DescribeRanPlan(*run.ran_plan) : "no plan")};
+  }
   return CheckDeterminism(c, run, again_tactic, again, second);
 }
 
@@ -173,8 +200,8 @@ CheckResult GemmDifferential::CpuSide(const FuzzCase& c, CaseEvaluation& evaluat
   for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
     const ReferencePlan plan = PlanOfTactic(transform, c.model, c.tactic);
     std::vector<uint16_t> single;
-    const absl::Status status = references_.CpuReferenceSingleThreaded(c, plan, single);
-    const absl::StatusOr<const std::vector<uint16_t>*> multi = references_.CpuReference(c, plan, evaluation.verdicts);
+    const absl::Status status = references_.CpuReferenceSingleThreaded(plan, single);
+    const absl::StatusOr<const std::vector<uint16_t>*> multi = references_.CpuReference(plan, evaluation.verdicts);
     if (CheckResult finding = CheckCpuSide(transform, status, single, multi)) return finding;
   }
   return std::nullopt;
@@ -182,6 +209,7 @@ CheckResult GemmDifferential::CpuSide(const FuzzCase& c, CaseEvaluation& evaluat
 
 void GemmDifferential::ForgetState() {
   references_.ForgetState();
+  weights_.ForgetState();
   for (const std::unique_ptr<GemmModule>& module : modules_) module->ForgetState();
 }
 

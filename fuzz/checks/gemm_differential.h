@@ -24,8 +24,11 @@ namespace mxdiff::fuzz {
 class GemmDifferential {
  public:
   // `device_oracle`: the second oracle for large cases (null: the CPU reference for every case).
+  // `device_weights`: where a case's recipe weights are materialized on the device for the kernel
+  // modules and the device oracle, once per case (CaseWeights::OnDevice; null: nowhere).
   explicit GemmDifferential(std::vector<std::unique_ptr<GemmModule>> modules,
-                            std::unique_ptr<ReferenceOracle> device_oracle = nullptr, OracleSettings settings = {});
+                            std::unique_ptr<ReferenceOracle> device_oracle = nullptr, OracleSettings settings = {},
+                            std::unique_ptr<DeviceRecipeWeights> device_weights = MakeDeviceRecipeWeights());
   // Its parts hold references to its counters and weights: never copied or moved.
   GemmDifferential(const GemmDifferential&) = delete;
   GemmDifferential& operator=(const GemmDifferential&) = delete;
@@ -57,6 +60,7 @@ class GemmDifferential {
     fuzz::AddCaseSeconds(counters_, ShapeClassOf(fuzz_case), seconds, phases_before);
   }
   const ReferenceOracle* device_oracle() const { return references_.device_oracle(); }
+  const CaseWeights& weights() const { return weights_; }
   const OracleSettings& oracle_settings() const { return references_.settings(); }
   // Why the device oracle last fell back to the CPU (empty: never).
   const std::string& last_fallback() const { return references_.last_fallback(); }
@@ -78,7 +82,7 @@ class GemmDifferential {
 
   std::vector<std::unique_ptr<GemmModule>> modules_;
   DifferentialCounters counters_;
-  CaseWeights weights_{counters_};
+  CaseWeights weights_;
   ReferenceService references_;
   // The private copy of the inputs a module that exposes them runs on (RunModule), reused across
   // cases; kernel_inputs_of_ is the case it equals, null once a run changed it or a case ends.

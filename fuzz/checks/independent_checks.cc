@@ -60,6 +60,9 @@ Sample RareClassSample(const FuzzCase& c) {
   Sample sample;
   const size_t count = std::min(c.activations.size(), kMaxValues);
   sample.f16.assign(c.activations.begin(), c.activations.begin() + long(count));
+  // Typed here, not reference/fp16.h's kF16SpecialValues: this check judges the reference's fp16
+  // helpers, so the values it tries must not be the reference's own choice (and its pairs of
+  // neighbours stay as they are when that table grows).
   for (uint16_t h : {0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x7BFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01}) {
     sample.f16.push_back(h);
   }

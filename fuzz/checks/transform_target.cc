@@ -19,7 +19,8 @@ namespace mxdiff::fuzz {
 namespace {
 
 // E2M1 magnitudes of codes 0..7 (docs/numerics.md: formats), written from the spec table rather than
-// derived from place_e2m1, so that the check is independent of the code under test.
+// derived from place_e2m1 or taken from reference/mx_spec.h's kE2m1MagnitudeHalves, so that the
+// check is independent of the code under test: a wrong value there must not be copied here.
 constexpr double kE2m1Magnitude[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
 
 double E2m1Value(uint8_t code) { return (code & 0x8) ? -kE2m1Magnitude[code & 7] : kE2m1Magnitude[code & 7]; }

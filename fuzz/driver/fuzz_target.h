@@ -88,6 +88,15 @@ struct ReproCheckVerdict {
   std::string signature;
 };
 
+// The plan a module reported it ran (kernel C ABI version 2), for repro --json's "plans": the
+// cta_k and split count that ran, its kernel label, and the case's (split count effective).
+struct ReproRanPlan {
+  std::string module;
+  int cta_k = 0, splits = 0;
+  std::string kernel;
+  int requested_cta_k = 0, requested_splits = 0;
+};
+
 // The flags of repro a target reads (tools/repro/README.md; their defaults are its flags').
 struct ReproOptions {
   std::FILE* text = stdout;  // where the readable text goes (stderr with --json)
@@ -121,6 +130,8 @@ class ReproSession {
   virtual absl::Status Minimize(const std::string& path, const TargetFinding& finding);
   // --json (ReproParts::json): every check's verdict on the input Explain saw.
   virtual std::vector<ReproCheckVerdict> CheckVerdicts() const { return {}; }
+  // --json: the plans the modules reported they ran on that input (none: every module ran its tactic's).
+  virtual std::vector<ReproRanPlan> RanPlans() const { return {}; }
   // The modules that declined the input Explain saw (MXDIFF_KERNEL_UNSUPPORTED, or out of memory):
   // nothing of theirs was compared, so a case without findings is not clean but not checked (exit 3).
   virtual std::vector<std::string> Declined() const { return {}; }

@@ -6,7 +6,9 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -55,6 +57,16 @@ class PhaseTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// The plans one module ran (the plan it reported, GemmModule::ReportedPlan, else its route's
+// tactic's), so a campaign lists which it exercised: runs per "ctak<cta_k>_splits<splits>" (the
+// split count that ran) and, where the module labels its kernels, runs per label. Each map keeps
+// at most kMaxPlanKeys keys; further ones count under "other".
+struct ModulePlans {
+  std::map<std::string, size_t, std::less<>> plans;
+  std::map<std::string, size_t, std::less<>> kernels;
+};
+inline constexpr size_t kMaxPlanKeys = 256;
+
 // What the differential did since it was made (fuzz_gemm's stats, the campaign's report).
 struct DifferentialCounters {
   size_t cases = 0;
@@ -78,9 +90,15 @@ struct DifferentialCounters {
   double& seconds_in(Phase phase) { return seconds[size_t(phase)]; }
   double seconds_by_shape[3] = {};  // a whole input's wall time (decode and evaluation), by ShapeClass
   PhaseSeconds phase_seconds_by_shape[3] = {};  // the same inputs' phases, by ShapeClass
+  std::map<std::string, ModulePlans, std::less<>> plans_by_module;  // by module name (CountPlan)
 };
 
-// The counters as the stats file's lines: one "name value" line each, in a fixed order.
+// One run of `module` judged by the plan (cta_k, splits that ran) of kernel `kernel` ("" none).
+void CountPlan(DifferentialCounters& counters, std::string_view module, int cta_k, int splits,
+               std::string_view kernel);
+
+// The counters as the stats file's lines: one "name value" line each, in a fixed order, then per
+// module "module_plan_<module>_ctak<K>_splits<S> N" and "module_kernel_<module>_<label> N".
 std::string CountersText(const DifferentialCounters& counters);
 
 // Adds an input's whole time (decode and evaluation) to its shape class, with the phases' seconds

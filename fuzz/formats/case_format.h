@@ -99,6 +99,10 @@ struct FuzzCase {
   std::vector<int> GroupsWithRows() const;
   std::optional<TensorRecipe>& recipe(TensorKind kind) { return recipes[size_t(kind)]; }
   const std::optional<TensorRecipe>& recipe(TensorKind kind) const { return recipes[size_t(kind)]; }
+  // Whether the weights (codes and scales) both come from recipes, not literal bytes.
+  bool WeightsFromRecipes() const {
+    return recipe(TensorKind::kCodes).has_value() && recipe(TensorKind::kScales).has_value();
+  }
   // Elements of a tensor for this shape (codes count codes, two per packed byte).
   size_t element_count(TensorKind kind) const;
   // A view for the reference and the kernels; valid while this case lives and is not resized.

@@ -35,11 +35,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "reference/checkpoint_scales.h"
+#include "reference/fp16.h"
 
 namespace mxdiff::fuzz {
 
@@ -64,14 +66,10 @@ bool ValueClassAllowed(TensorKind kind, ValueClass value_class);
 
 inline constexpr uint8_t kInterestingScaleBytes[] = {0,   1,   111, 112, 113, 114, 115, 120, 126, 127,
                                                      128, 129, 130, 141, 142, 143, 200, 254, 255};
-inline constexpr uint16_t kInterestingF16[] = {
-    0x0000, 0x8000,  // +-0
-    0x0001, 0x8001, 0x03FF, 0x0200,  // subnormals
-    0x0400, 0x3C00, 0xBC00, 0x3800, 0x4000, 0x3555,  // smallest normal, +-1, 0.5, 2, ~1/3
-    0x7BFF, 0xFBFF,  // +-65504
-    0x7C00, 0xFC00,  // +-Inf
-    0x7E00, 0x7C01, 0xFFFF,  // NaNs
-};
+// The recipes' fp16 specials: the first 19 of reference/fp16.h's one table, in its order (a
+// recipe's element indexes them, so the corpus keeps its bits while that table only appends).
+inline constexpr std::span<const uint16_t, 19> kInterestingF16(kF16SpecialValues, 19);
+static_assert(std::size(kF16SpecialValues) >= kInterestingF16.size());
 
 inline constexpr int kMaxRareLog2 = 30;
 

@@ -1,8 +1,10 @@
 // An example external kernel for fuzz/modules/mxdiff_kernel_abi.h, built as a shared library
 // (libmxdiff_example_kernel.so). It is the CPU reference behind the C ABI: it proves the ABI
 // end to end (loading, layouts, poisoned output, the unsupported path) and is the template
-// for wrapping a user's own GPU kernel. Set MXDIFF_EXAMPLE_KERNEL_FLIP=1 to make it flip the
-// lowest bit of one output element, which shows what a finding looks like.
+// for wrapping a user's own GPU kernel. It runs the requested split-K plan, so it leaves the
+// plan report (ABI version 2, `ran_plan`) as the caller pre-filled it. Set
+// MXDIFF_EXAMPLE_KERNEL_FLIP=1 to make it flip the lowest bit of one output element, which shows
+// what a finding looks like.
 #include <cstdlib>
 #include <cstring>
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
@@ -10,6 +11,7 @@
 #include "fmt/format.h"
 #include "fuzz/modules/mxdiff_kernel_abi.h"
 #include "reference/admission.h"
+#include "reference/split_plan.h"
 
 namespace mxdiff::fuzz {
 namespace {
@@ -37,8 +39,13 @@ class ExternalModule final : public GemmModule {
   }
 
   absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
+    reported_plan_.reset();
     absl::StatusOr<Route> route = ExpectedRoute(c, tactic, AdmitLayer(c.scale_bytes));
     if (!route.ok()) return route.status();
+    // The requested plan, as the reference reads it: a kernel that leaves it reports running it.
+    mxdiff_plan ran_plan{};
+    ran_plan.cta_k = tactic.cta_k;
+    ran_plan.splits = effective_splits(c.k, tactic.cta_k, tactic.splits);
     const mxdiff_problem problem{c.groups,
                                  c.n,
                                  c.k,
@@ -49,11 +56,20 @@ class ExternalModule final : public GemmModule {
                                  int32_t(route->variant),
                                  tactic.cta_k,
                                  tactic.splits,
-                                 int32_t(c.model)};
+                                 int32_t(c.model),
+                                 &ran_plan};
     char message[256] = {0};
     const int code = kernel_->run(&problem, output.data(), message, sizeof message);
     message[sizeof message - 1] = '\0';
-    if (code == MXDIFF_KERNEL_OK) return route;
+    if (code == MXDIFF_KERNEL_OK) {
+      // A version 1 kernel's struct ends before ran_plan: whatever is there is not its report.
+      if (kernel_->abi_version >= 2) {
+        // An unterminated label keeps all its bytes, so the check names it (PlanOfReport).
+        reported_plan_ = RanPlan{ran_plan.cta_k, ran_plan.splits,
+                                 std::string(ran_plan.kernel, strnlen(ran_plan.kernel, sizeof ran_plan.kernel))};
+      }
+      return route;
+    }
     if (code == MXDIFF_KERNEL_UNSUPPORTED) return absl::UnimplementedError(message);
     absl::Status failed = absl::InternalError(fmt::format("{} returned {}: {}", name(), code, message));
     if (const std::string_view kind = KernelFailureKind(message); !kind.empty()) {
@@ -62,20 +78,22 @@ class ExternalModule final : public GemmModule {
     return failed;
   }
 
+  std::optional<RanPlan> ReportedPlan() const override { return reported_plan_; }
+
  private:
   void* handle_;
   const mxdiff_kernel* kernel_;
+  std::optional<RanPlan> reported_plan_;  // of the last Run (version 2 kernels)
 };
 
-// The name becomes part of signatures, file names and the stats file's "name value" lines.
+}  // namespace
+
 bool FileNameSafe(std::string_view name) {
   return name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char ch) {
            return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
                   ch == '_' || ch == '-';
          });
 }
-
-}  // namespace
 
 std::string_view KernelFailureKind(std::string_view message) {
   const size_t colon = message.find(": ");
@@ -111,8 +129,9 @@ absl::StatusOr<std::unique_ptr<GemmModule>> LoadExternalModule(const std::string
   std::string problem;
   if (entry == nullptr) problem = fmt::format("no symbol {}", MXDIFF_KERNEL_ENTRY_SYMBOL);
   else if (kernel == nullptr) problem = fmt::format("{}() returned null", MXDIFF_KERNEL_ENTRY_SYMBOL);
-  else if (kernel->abi_version != MXDIFF_KERNEL_ABI_VERSION)
-    problem = fmt::format("ABI version {}, this build speaks {}", kernel->abi_version, MXDIFF_KERNEL_ABI_VERSION);
+  else if (kernel->abi_version < MXDIFF_KERNEL_ABI_OLDEST_VERSION || kernel->abi_version > MXDIFF_KERNEL_ABI_VERSION)
+    problem = fmt::format("ABI version {}, this build speaks {} to {}", kernel->abi_version,
+                          MXDIFF_KERNEL_ABI_OLDEST_VERSION, MXDIFF_KERNEL_ABI_VERSION);
   else if (kernel->run == nullptr || kernel->name == nullptr || *kernel->name == '\0')
     problem = "descriptor without a name or run function";
   else if (!FileNameSafe(kernel->name))

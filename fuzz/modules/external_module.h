@@ -18,6 +18,10 @@ namespace mxdiff::fuzz {
 // NotFound / FailedPrecondition (with dlerror text or the ABI mismatch) on a bad library.
 absl::StatusOr<std::unique_ptr<GemmModule>> LoadExternalModule(const std::string& library_path);
 
+// Whether a name may become part of signatures, file names and the stats file's "name value"
+// lines: [A-Za-z0-9._-], at most 64 characters (a kernel's name, a reported plan's label).
+bool FileNameSafe(std::string_view name);
+
 // The kind a failing external kernel names at the start of its message (mxdiff_kernel_abi.h):
 // "python/bound: 3 elements ..." -> "python/bound". Lower-case letters, digits, '-' and '_' in
 // words joined by '/', at least two words, then ": ". "" when the message names none.

@@ -11,11 +11,22 @@
 
 #include "absl/status/statusor.h"
 #include "fuzz/formats/case_format.h"
+#include "fuzz/modules/device_recipe_weights.h"
 #include "kernels/route.h"
 #include "reference/admission.h"
 #include "reference/step_model.h"
 
 namespace mxdiff::fuzz {
+
+// The split-K plan a module reports it ran, where it may run another than its tactic's (an
+// external kernel of C ABI version 2, mxdiff_kernel_abi.h): what decides the bits besides the
+// transform and the step model, and which of its kernels ran (a label, "" none).
+struct RanPlan {
+  int cta_k = 0;
+  int splits = 1;  // that ran, after any clamp
+  std::string kernel;
+  friend bool operator==(const RanPlan&, const RanPlan&) = default;
+};
 
 class GemmModule {
  public:
@@ -42,10 +53,20 @@ class GemmModule {
   // with ExpectedRoute's.
   virtual absl::StatusOr<Route> Run(const FuzzCase& fuzz_case, const Tactic& tactic, std::span<uint16_t> output) = 0;
 
+  // The plan its last Run reported it ran, as the module read it (unchecked: the differential
+  // asks the oracle whether it can model it); nullopt where the route's tactic ran (every builtin
+  // module, a version 1 library, a Run that returned no route).
+  virtual std::optional<RanPlan> ReportedPlan() const { return std::nullopt; }
+
   // Whether Run takes a case whose codes and scales are not materialized on the host (packed_codes
-  // and scale_bytes empty, both from recipes) and materializes them itself, where it runs (on the
-  // device). Every other module is handed the case with its weights materialized on the host.
+  // and scale_bytes empty, both from recipes) and reads them where the device holds them: handed
+  // over before Run by UseDeviceWeights. Every other module is handed the case with its weights
+  // materialized on the host.
   virtual bool TakesRecipeWeights() const { return false; }
+  // The next Runs' case's codes and scales on the device (materialized once per case by
+  // fuzz/oracle/'s CaseWeights, which the device oracle reads too), for a module that
+  // TakesRecipeWeights, before each Run of a case whose weights the host skipped.
+  virtual void UseDeviceWeights(const DeviceCaseWeights& weights) { (void)weights; }
 
   // Whether Run hands the case's host buffers to code that could write into them (an external
   // library gets const pointers, which it can cast away). The differential then runs it on a

@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "fuzz/modules/device_recipe_weights.h"
+#include "reference/device/device_reference.h"
 #include "fuzz/mutators/fuzz_rules.h"
 #include "reference/admission.h"
 
@@ -14,28 +15,28 @@ namespace {
 // same weights.
 class KernelSession {
  public:
-  KernelSession(std::shared_ptr<GemmRunner> preparer, std::shared_ptr<DeviceRecipeWeights> device_weights)
-      : preparer_(std::move(preparer)), device_weights_(std::move(device_weights)) {}
+  explicit KernelSession(std::shared_ptr<GemmRunner> preparer) : preparer_(std::move(preparer)) {}
+
+  void UseDeviceWeights(const DeviceCaseWeights& weights) { device_ = &weights; }
 
   absl::StatusOr<const PreparedLayer*> Prepare(const FuzzCase& c) {
-    // A layer that reads the shared device weights is kept only while nothing rewrote them.
-    const bool still_there = borrowed_generation_ == 0 || borrowed_generation_ == device_weights_->materializations();
+    // A layer that reads the device's materialization is kept only while nothing rewrote it.
+    const bool still_there = borrowed_ == 0 || (device_ != nullptr && device_->materialization == borrowed_);
     if (layer_ != nullptr && prepared_.SameAs(c) && still_there) return layer_.get();
     layer_.reset();
-    borrowed_generation_ = 0;
+    borrowed_ = 0;
     absl::StatusOr<std::unique_ptr<PreparedLayer>> layer = absl::UnknownError("not prepared");
     if (c.packed_codes.empty() && c.recipe(TensorKind::kCodes)) {
-      // The host skipped the weights (the device way): the layer reads the shared device
-      // materialization, which the device reference reads too, in place (both are keyed by the
-      // case's recipes, so it holds this case's weights whenever the layer is used), with the
-      // scales prepared and admitted there.
-      absl::StatusOr<const DeviceWeights*> weights = device_weights_->Of(c);
-      if (!weights.ok()) return weights.status();
-      absl::StatusOr<const LayerAdmission*> admission = device_weights_->AdmissionOf(c);
-      if (!admission.ok()) return admission.status();
-      layer = preparer_->PrepareOnDeviceWeights(c.groups, c.n, c.k, (*weights)->codes(), (*weights)->scales(),
-                                                **admission);
-      borrowed_generation_ = device_weights_->materializations();
+      // The host skipped the weights (the device way): the layer reads the case's device
+      // materialization, which the device reference reads too, in place, with the scales
+      // prepared and admitted there.
+      if (device_ == nullptr || device_->weights == nullptr) {
+        return absl::FailedPreconditionError("the case's weights are neither on the host nor on the device");
+      }
+      const DeviceWeights& weights = *device_->weights;
+      layer = preparer_->PrepareOnDeviceWeights(c.groups, c.n, c.k, weights.codes(), weights.scales(),
+                                                device_->admission);
+      borrowed_ = device_->materialization;
     } else {
       layer = preparer_->Prepare(c.groups, c.n, c.k, c.packed_codes, c.scale_bytes);
     }
@@ -46,8 +47,7 @@ class KernelSession {
   }
   void Forget() {
     layer_.reset();
-    borrowed_generation_ = 0;
-    device_weights_->Forget();
+    borrowed_ = 0;
   }
 
  private:
@@ -72,10 +72,11 @@ class KernelSession {
   };
 
   std::shared_ptr<GemmRunner> preparer_;
-  std::shared_ptr<DeviceRecipeWeights> device_weights_;
+  // The device's materialization of the case's weights (CaseWeights'), where it was handed over.
+  const DeviceCaseWeights* device_ = nullptr;
   std::unique_ptr<PreparedLayer> layer_;
   WeightsKey prepared_;
-  size_t borrowed_generation_ = 0;  // the shared weights' materializations() the layer reads; 0: owns its own
+  size_t borrowed_ = 0;  // the materialization the layer reads; 0: it owns its weights
 };
 
 class KernelModule final : public GemmModule {
@@ -121,8 +122,9 @@ class KernelModule final : public GemmModule {
     return reordered;
   }
 
-  // A case without its weights on the host is prepared from the shared device materialization.
+  // A case without its weights on the host is prepared from their device materialization.
   bool TakesRecipeWeights() const override { return true; }
+  void UseDeviceWeights(const DeviceCaseWeights& weights) override { session_->UseDeviceWeights(weights); }
 
   absl::Status CheckHealth() override { return runner_->CheckDevice(); }
   void ForgetState() override { session_->Forget(); }
@@ -159,13 +161,11 @@ KernelRegistry PartialFoldedRegistry(const KernelRegistry& full) {
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(std::shared_ptr<GemmRunner> runner,
-                                                                            StepModel device_model,
-                                                                            std::shared_ptr<DeviceRecipeWeights> device_weights,
-                                                                            int device) {
+                                                                            StepModel device_model, int device) {
   absl::StatusOr<std::unique_ptr<GemmRunner>> partial =
       GemmRunner::CreateWithRegistry(device, PartialFoldedRegistry(runner->registry()));
   if (!partial.ok()) return partial.status();
-  auto session = std::make_shared<KernelSession>(runner, std::move(device_weights));  // one copy of each case's layer for all three
+  auto session = std::make_shared<KernelSession>(runner);  // one copy of each case's layer for all three
   std::vector<std::unique_ptr<GemmModule>> modules;
   modules.push_back(std::make_unique<KernelModule>(runner, session, Transform::kOrdinary, device_model, "ordinary"));
   modules.push_back(std::make_unique<KernelModule>(runner, session, Transform::kFolded, device_model, "folded"));

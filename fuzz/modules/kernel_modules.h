@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "fuzz/modules/device_recipe_weights.h"
 #include "fuzz/modules/gemm_module.h"
 #include "kernels/gemm_runner.h"
 
@@ -21,9 +20,9 @@ KernelRegistry PartialFoldedRegistry(const KernelRegistry& full);
 // What fuzz_gemm, repro and the GPU corpus replay run: "ordinary" and "folded" on `runner`,
 // and "folded-partial" on a second runner over PartialFoldedRegistry (on the same device).
 // `device_model` is the calibration guard's verdict (fuzz/driver/calibration_guard.h); a case
-// without its weights on the host is prepared from `device_weights` (the device oracle's too).
-absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(
-    std::shared_ptr<GemmRunner> runner, StepModel device_model, std::shared_ptr<DeviceRecipeWeights> device_weights,
-    int device = 0);
+// without its weights on the host is prepared from their device materialization
+// (GemmModule::UseDeviceWeights: the device oracle's too).
+absl::StatusOr<std::vector<std::unique_ptr<GemmModule>>> MakeBuiltinModules(std::shared_ptr<GemmRunner> runner,
+                                                                            StepModel device_model, int device = 0);
 
 }  // namespace mxdiff::fuzz

@@ -29,14 +29,9 @@ struct ModuleSelection {
 // arguments left unset.
 ModuleSelection ModuleSelectionFromArgs(std::span<const std::string_view> args);
 
-class DeviceRecipeWeights;  // device_recipe_weights.h (CUDA builds)
-
 struct LoadedModules {
   std::vector<std::unique_ptr<GemmModule>> modules;
   std::string report;  // the device and its calibration, the external library, or why neither
-  // The device materialization of recipe weights the builtin modules read (null: none): hand it
-  // to MakeDeviceReferenceOracle, so that the oracle and the kernels read one copy per case.
-  std::shared_ptr<DeviceRecipeWeights> device_weights;
 };
 
 // Errors: a forced module that did not load, a module name that no module has, a GPU whose

@@ -39,6 +39,10 @@ template <typename T, size_t N>
 const T& Pick(CaseRng& rng, const T (&table)[N]) {
   return table[rng() % std::size(table)];
 }
+template <typename T, size_t N>
+const T& Pick(CaseRng& rng, std::span<const T, N> table) {
+  return table[rng() % table.size()];
+}
 
 // Size limits of a case, within the format's bounds.
 struct ShapeLimits {

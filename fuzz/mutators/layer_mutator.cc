@@ -9,18 +9,23 @@
 #include "kernels/tile_raster.h"
 #include "reference/scale_class.h"
 #include "reference/fp16.h"
+#include "reference/swiglu.h"
 
 namespace mxdiff::fuzz {
 namespace {
 
-constexpr uint16_t kSpecialF16[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00,
-                                    0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x4900, 0xC900};
-
 int Uniform(CaseRng& rng, int low, int high) { return low + int(rng() % uint64_t(high - low + 1)); }
 bool OneIn(CaseRng& rng, int n) { return rng() % uint64_t(n) == 0; }
 
+// An fp16 special (reference/fp16.h's one table), or the layer's own edge: +-kSwigluLimit, where
+// SwiGLU's clamp starts.
+uint16_t SpecialF16(CaseRng& rng) {
+  if (OneIn(rng, 10)) return uint16_t(f32_to_f16_rne(kSwigluLimit) | (OneIn(rng, 2) ? 0x8000 : 0));
+  return Pick(rng, kF16SpecialValues);
+}
+
 uint16_t Activation(CaseRng& rng) {
-  if (OneIn(rng, 64)) return Pick(rng, kSpecialF16);
+  if (OneIn(rng, 64)) return SpecialF16(rng);
   return uint16_t(((rng() & 1) << 15) | (Uniform(rng, 11, 18) << 10) | (rng() & 0x3FF));
 }
 
@@ -193,7 +198,7 @@ void RoutingEntry(LayerCase& c, CaseRng& rng, const LayerProfile&) {
 void ActivationSpecials(LayerCase& c, CaseRng& rng, const LayerProfile&) {
   LayerReplay& x = c.replays[rng() % c.replays.size()];
   for (int n = Uniform(rng, 1, 3); n > 0 && !x.activations.empty(); --n) {
-    x.activations[rng() % x.activations.size()] = Pick(rng, kSpecialF16);
+    x.activations[rng() % x.activations.size()] = SpecialF16(rng);
   }
 }
 void NewReplay(LayerCase& c, CaseRng& rng, const LayerProfile&) {

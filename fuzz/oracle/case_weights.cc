@@ -13,12 +13,31 @@ bool TensorOnHost(const FuzzCase& c, TensorKind kind) {
   return !empty || !c.recipe(kind).has_value() || c.element_count(kind) == 0;
 }
 
+CaseWeights::CaseWeights(DifferentialCounters& counters, std::unique_ptr<DeviceRecipeWeights> device)
+    : counters_(counters), device_(std::move(device)) {}
+
 void CaseWeights::Begin(const FuzzCase& c) {
+  case_ = &c;
   deferred_ = !TensorOnHost(c, TensorKind::kCodes) || !TensorOnHost(c, TensorKind::kScales);
   late_ = host_case_ready_ = scales_ready_ = row_groups_ready_ = false;
+  on_device_.reset();
 }
 
-std::span<const uint8_t> CaseWeights::HostScales(const FuzzCase& c) {
+absl::StatusOr<const DeviceCaseWeights*> CaseWeights::OnDevice() {
+  if (!on_device_) {
+    on_device_ = device_ != nullptr ? device_->Of(*case_)
+                                    : absl::UnavailableError("no device materialization of recipe weights here");
+  }
+  return *on_device_;
+}
+
+void CaseWeights::ForgetState() {
+  on_device_.reset();
+  if (device_ != nullptr) device_->Forget();
+}
+
+std::span<const uint8_t> CaseWeights::HostScales() {
+  const FuzzCase& c = *case_;
   if (TensorOnHost(c, TensorKind::kScales)) return c.scale_bytes;
   if (!scales_ready_) {
     PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
@@ -29,12 +48,13 @@ std::span<const uint8_t> CaseWeights::HostScales(const FuzzCase& c) {
   return host_scales_;
 }
 
-const FuzzCase& CaseWeights::HostCase(const FuzzCase& c) {
+const FuzzCase& CaseWeights::HostCase() {
+  const FuzzCase& c = *case_;
   if (!deferred_) return c;
   if (!host_case_ready_) {
     PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
     late_ = true;
-    const std::span<const uint8_t> scales = HostScales(c);  // the sample's, where it came first
+    const std::span<const uint8_t> scales = HostScales();  // the sample's, where it came first
     host_case_ = c;
     host_case_.scale_bytes.assign(scales.begin(), scales.end());
     if (!TensorOnHost(c, TensorKind::kCodes)) {
@@ -46,11 +66,12 @@ const FuzzCase& CaseWeights::HostCase(const FuzzCase& c) {
   return host_case_;
 }
 
-GroupedProblem CaseWeights::RowGroupsProblem(const FuzzCase& c) {
+GroupedProblem CaseWeights::RowGroupsProblem() {
+  const FuzzCase& c = *case_;
   const std::vector<int> groups = c.GroupsWithRows();
   if (!deferred_ && (groups.empty() || int(groups.size()) == c.groups)) return c.Problem();
   if (!row_groups_ready_) {
-    const std::span<const uint8_t> scale_bytes = HostScales(c);
+    const std::span<const uint8_t> scale_bytes = HostScales();
     PhaseTimer timer(counters_.seconds_in(Phase::kDecode));
     const bool codes_from_recipe = !TensorOnHost(c, TensorKind::kCodes);
     const size_t codes = size_t(c.n) * size_t(c.k) / 2, scales = size_t(c.n) * size_t(c.k) / kBlockK;

@@ -4,7 +4,10 @@
 #include <cstdlib>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "fmt/format.h"
+#include "fuzz/modules/external_module.h"
+#include "fuzz/modules/mxdiff_kernel_abi.h"
 #include "reference/decode_shapes.h"
 #include "reference/hash.h"
 #include "reference/split_plan.h"
@@ -47,7 +50,7 @@ ShapeClass ShapeClassOf(const FuzzCase& c) {
 
 bool GoesDeviceWay(const FuzzCase& c, const OracleSettings& settings, const ReferenceOracle* oracle) {
   return oracle != nullptr && settings.cpu_check_every > 0 && AboveDeviceWork(c, settings) &&
-         oracle->MaterializesRecipes() && WeightsFromRecipes(c);
+         oracle->TakesDeviceWeights() && c.WeightsFromRecipes();
 }
 
 namespace {
@@ -87,12 +90,35 @@ ReferencePlan PlanOfTactic(Transform transform, StepModel model, const Tactic& t
   return ReferencePlan{transform, model, tactic.cta_k, tactic.splits};
 }
 
+absl::StatusOr<ReferencePlan> PlanOfReport(Transform transform, StepModel model, const RanPlan& plan, int k) {
+  Tactic tactic;
+  tactic.cta_k = plan.cta_k;
+  tactic.splits = plan.splits;
+  std::string why;
+  if (absl::Status valid = ValidateTactic(tactic); !valid.ok()) {
+    why = std::string(valid.message());
+  } else if (const int chunks = split_chunk_count(k, plan.cta_k); plan.splits > chunks) {
+    why = fmt::format("{} splits, but k {} has only {} chunk(s) of {}: a split would be empty", plan.splits, k, chunks,
+                      split_chunk_k(plan.cta_k));
+  } else if (plan.kernel.size() >= sizeof(mxdiff_plan::kernel) || !FileNameSafe(plan.kernel)) {
+    why = fmt::format("the kernel label \"{}\" is not a NUL-terminated [A-Za-z0-9._-] string of at most {} bytes",
+                      absl::CHexEscape(plan.kernel), sizeof(mxdiff_plan::kernel) - 1);
+  }
+  if (!why.empty()) {
+    return absl::InvalidArgumentError(fmt::format("a plan the reference cannot model (cta_k {}, splits {}): {}",
+                                                  plan.cta_k, plan.splits, why));
+  }
+  return ReferencePlan{transform, model, plan.cta_k, plan.splits};
+}
+
 ReferenceService::ReferenceService(std::unique_ptr<ReferenceOracle> device_oracle, OracleSettings settings,
                                    CaseWeights& weights, DifferentialCounters& counters)
     : device_oracle_(std::move(device_oracle)), settings_(settings), weights_(weights), counters_(counters) {}
 
-void ReferenceService::Begin(const FuzzCase& c, std::span<const uint8_t> input) {
+void ReferenceService::Begin(std::span<const uint8_t> input) {
+  const FuzzCase& c = weights_.fuzz_case();
   case_ = CaseOracle{};
+  case_.shape_class = ShapeClassOf(c);
   cache_.clear();
   layer_admitted_ = false;
   case_.large = device_oracle_ != nullptr && settings_.cpu_check_every > 0 && AboveDeviceWork(c, settings_);
@@ -124,24 +150,25 @@ void ReferenceService::ForgetState() {
   admission_memo_ = {};
 }
 
-const LayerAdmission& ReferenceService::Admission(const FuzzCase& c, std::vector<CheckVerdict>& verdicts) {
+const LayerAdmission& ReferenceService::Admission(std::vector<CheckVerdict>& verdicts) {
   PhaseTimer timer(counters_.seconds_in(Phase::kAdmission));
+  const FuzzCase& c = weights_.fuzz_case();
   // A recipe (its overrides included) and the tensor's size decide every scale byte; most
   // mutations keep them.
   const std::optional<TensorRecipe>& recipe = c.recipe(TensorKind::kScales);
   const size_t scale_count = c.element_count(TensorKind::kScales);
   if (!recipe || admission_memo_.recipe != recipe || admission_memo_.scale_count != scale_count) {
-    absl::StatusOr<LayerAdmission> on_device = absl::UnavailableError("not the device way");
+    absl::StatusOr<const DeviceCaseWeights*> on_device = absl::UnavailableError("not the device way");
     if (case_.device_way) {
-      on_device = device_oracle_->AdmitCase(c);
+      on_device = weights_.OnDevice();
       if (!on_device.ok()) NoteDeviceFallback(on_device.status());  // admitted on the host instead
     }
-    admission_memo_.admission = on_device.ok() ? *std::move(on_device) : AdmitLayer(weights_.HostScales(c));
+    admission_memo_.admission = on_device.ok() ? (*on_device)->admission : AdmitLayer(weights_.HostScales());
     admission_memo_.recipe = recipe;
     admission_memo_.scale_count = scale_count;
   }
   if (case_.device_way && case_.sampled) {  // the device's verdict is trusted as far as the host's agrees
-    const LayerAdmission on_host = AdmitLayer(weights_.HostScales(c));
+    const LayerAdmission on_host = AdmitLayer(weights_.HostScales());
     CheckResult finding;
     if (!(on_host == admission_memo_.admission)) {
       ++counters_.oracle_disagreements;
@@ -158,42 +185,41 @@ const LayerAdmission& ReferenceService::Admission(const FuzzCase& c, std::vector
   return admission_memo_.admission;
 }
 
-absl::StatusOr<const std::vector<uint16_t>*> ReferenceService::Judge(const FuzzCase& c, const ReferencePlan& plan,
+absl::StatusOr<const std::vector<uint16_t>*> ReferenceService::Judge(const ReferencePlan& plan,
                                                                      std::span<const uint16_t> output,
                                                                      std::vector<CheckVerdict>& verdicts) {
-  absl::StatusOr<Bits*> reference = Reference(c, plan, verdicts, /*cpu_only=*/false);
+  absl::StatusOr<Bits*> reference = Reference(plan, verdicts, /*cpu_only=*/false);
   if (!reference.ok()) return reference.status();
   Bits& entry = **reference;
   if (entry.unconfirmed && !std::equal(entry.bits.begin(), entry.bits.end(), output.begin(), output.end())) {
     // A kernel is never judged on the device oracle's word alone: the CPU reference first.
-    if (absl::Status status = ConfirmOnCpu(c, entry, verdicts); !status.ok()) return status;
+    if (absl::Status status = ConfirmOnCpu(entry, verdicts); !status.ok()) return status;
   }
   return &entry.bits;
 }
 
-absl::StatusOr<const std::vector<uint16_t>*> ReferenceService::CpuReference(const FuzzCase& c,
-                                                                            const ReferencePlan& plan,
+absl::StatusOr<const std::vector<uint16_t>*> ReferenceService::CpuReference(const ReferencePlan& plan,
                                                                             std::vector<CheckVerdict>& verdicts) {
   layer_admitted_ = false;  // both transforms computed apart
-  absl::StatusOr<Bits*> reference = Reference(c, plan, verdicts, /*cpu_only=*/true);
+  absl::StatusOr<Bits*> reference = Reference(plan, verdicts, /*cpu_only=*/true);
   if (!reference.ok()) return reference.status();
   return &(*reference)->bits;
 }
 
-absl::Status ReferenceService::CpuReferenceSingleThreaded(const FuzzCase& c, const ReferencePlan& plan,
-                                                          std::vector<uint16_t>& bits) {
+absl::Status ReferenceService::CpuReferenceSingleThreaded(const ReferencePlan& plan, std::vector<uint16_t>& bits) {
   ReferenceOptions options;
   options.transform = plan.transform;
   options.model = plan.model;
   options.tactic.cta_k = plan.cta_k;
   options.tactic.splits = plan.splits;
   options.threads = 1;
-  return ComputeOnCpu(c, options, bits);
+  return ComputeOnCpu(options, bits);
 }
 
-absl::StatusOr<ReferenceService::Bits*> ReferenceService::Reference(const FuzzCase& c, ReferencePlan plan,
+absl::StatusOr<ReferenceService::Bits*> ReferenceService::Reference(ReferencePlan plan,
                                                                     std::vector<CheckVerdict>& verdicts,
                                                                     bool cpu_only) {
+  const FuzzCase& c = weights_.fuzz_case();
   // On an admitted layer both transforms dequantize every weight to the same bits (that is
   // what admission means), so the folded reference is the ordinary one: computed once.
   if (plan.transform == Transform::kFolded && layer_admitted_) plan.transform = Transform::kOrdinary;
@@ -201,7 +227,7 @@ absl::StatusOr<ReferenceService::Bits*> ReferenceService::Reference(const FuzzCa
   auto found = cache_.find(key);
   if (found != cache_.end()) {
     if (cpu_only && found->second.unconfirmed) {
-      if (absl::Status status = ConfirmOnCpu(c, found->second, verdicts); !status.ok()) return status;
+      if (absl::Status status = ConfirmOnCpu(found->second, verdicts); !status.ok()) return status;
     }
     return &found->second;
   }
@@ -211,11 +237,11 @@ absl::StatusOr<ReferenceService::Bits*> ReferenceService::Reference(const FuzzCa
   entry.options.tactic.cta_k = plan.cta_k;
   entry.options.tactic.splits = plan.splits;
   if (case_.large && !cpu_only) {
-    absl::Status status = OnDevice(c, entry);
+    absl::Status status = OnDevice(entry);
     if (status.ok()) {
       Bits& stored = cache_.emplace(key, std::move(entry)).first->second;
       if (case_.sampled) {
-        if (absl::Status confirmed = ConfirmOnCpu(c, stored, verdicts); !confirmed.ok()) return confirmed;
+        if (absl::Status confirmed = ConfirmOnCpu(stored, verdicts); !confirmed.ok()) return confirmed;
       }
       return &stored;
     }
@@ -230,19 +256,22 @@ absl::StatusOr<ReferenceService::Bits*> ReferenceService::Reference(const FuzzCa
     }
   }
   case_.on_cpu = true;
-  if (absl::Status status = ComputeOnCpu(c, entry.options, entry.bits); !status.ok()) return status;
+  if (absl::Status status = ComputeOnCpu(entry.options, entry.bits); !status.ok()) return status;
   return &cache_.emplace(key, std::move(entry)).first->second;
 }
 
-// The device way: the oracle's own materialization of the recipes (same bits, no weights
-// copied); else the host's tensors of the groups with rows.
-absl::Status ReferenceService::OnDevice(const FuzzCase& c, Bits& entry) {
+// The device way: the device's materialization of the recipes (same bits, no weights copied);
+// else the host's tensors of the groups with rows.
+absl::Status ReferenceService::OnDevice(Bits& entry) {
   absl::Status status;
   if (case_.device_way) {
+    absl::StatusOr<const DeviceCaseWeights*> on_device = weights_.OnDevice();
+    if (!on_device.ok()) return on_device.status();
     PhaseTimer timer(counters_.seconds_in(Phase::kDeviceReference));
-    status = device_oracle_->GemmCase(c, entry.options, entry.bits);
+    status = device_oracle_->GemmOnDeviceWeights(weights_.fuzz_case().Problem(), **on_device, entry.options,
+                                                 entry.bits);
   } else {
-    const GroupedProblem problem = weights_.RowGroupsProblem(c);
+    const GroupedProblem problem = weights_.RowGroupsProblem();
     PhaseTimer timer(counters_.seconds_in(Phase::kDeviceReference));
     status = device_oracle_->Gemm(problem, entry.options, entry.bits);
   }
@@ -258,16 +287,16 @@ void ReferenceService::NoteDeviceFallback(const absl::Status& status) {
   last_fallback_ = status.ToString();
 }
 
-absl::Status ReferenceService::ComputeOnCpu(const FuzzCase& c, const ReferenceOptions& options,
-                                            std::vector<uint16_t>& bits) {
-  const GroupedProblem problem = weights_.CpuProblem(c);
+absl::Status ReferenceService::ComputeOnCpu(const ReferenceOptions& options, std::vector<uint16_t>& bits) {
+  const GroupedProblem problem = weights_.CpuProblem();
   PhaseTimer timer(counters_.seconds_in(Phase::kCpuReference));
   return ReferenceGemm(problem, options, bits);
 }
 
-absl::Status ReferenceService::ConfirmOnCpu(const FuzzCase& c, Bits& entry, std::vector<CheckVerdict>& verdicts) {
+absl::Status ReferenceService::ConfirmOnCpu(Bits& entry, std::vector<CheckVerdict>& verdicts) {
+  const FuzzCase& c = weights_.fuzz_case();
   std::vector<uint16_t> cpu;
-  if (absl::Status status = ComputeOnCpu(c, entry.options, cpu); !status.ok()) return status;
+  if (absl::Status status = ComputeOnCpu(entry.options, cpu); !status.ok()) return status;
   case_.cpu_checked = true;
   entry.unconfirmed = false;
   size_t differ = 0, first = cpu.size();

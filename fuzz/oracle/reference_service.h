@@ -5,9 +5,9 @@
 // device bits the CPU has not confirmed: where it disagrees with them, the CPU reference is
 // computed first, and a wrong device oracle is a finding of its own (`device-vs-cpu`). The
 // reference is computed once per (transform, model, split partition) within a case, for the plan
-// the caller names: today the plan of the route a module reports (its tactic); a module that
-// reports the reduction it ran passes that plan instead. Owned by the target's state with the
-// case's weights (case_weights.h) and the counters (fuzz/driver/gemm_counters.h).
+// the caller names: the plan of the route a module ran (its tactic), or the plan a module
+// reported it ran (an external kernel of C ABI version 2: PlanOfReport). Owned by the target's
+// state with the case's weights (case_weights.h) and the counters (fuzz/driver/gemm_counters.h).
 #pragma once
 
 #include <cstdint>
@@ -63,9 +63,9 @@ bool CpuCheckSampled(std::span<const uint8_t> input, int every);
 // the input's bytes for every input the encoder wrote.
 bool CpuCheckSampled(const FuzzCase& fuzz_case, int every);
 // The device way: a case the device oracle judges (more than settings.device_above_work
-// multiply-adds, cpu_check_every > 0) whose weights come from recipes, with an oracle that
-// materializes them itself (ReferenceOracle::MaterializesRecipes): its reference is computed on
-// weights materialized on the device, not on the host's copy. Counted as `device_materialized`.
+// multiply-adds, cpu_check_every > 0) whose weights come from recipes, with an oracle that takes
+// them where the device materialized them (ReferenceOracle::TakesDeviceWeights; CaseWeights::
+// OnDevice): its reference is computed on those, not on the host's copy. Counted as `device_materialized`.
 bool GoesDeviceWay(const FuzzCase& fuzz_case, const OracleSettings& settings, const ReferenceOracle* oracle);
 
 // The reduction a reference follows: what decides its bits.
@@ -75,8 +75,14 @@ struct ReferencePlan {
   int cta_k = 0;
   int splits = 1;  // as requested; the split partition is effective_splits'
 };
-// The plan of a route that ran `tactic` (what the checks judge a module by today).
+// The plan of a route that ran `tactic` (what the checks judge a module by, unless it reports
+// another: PlanOfReport).
 ReferencePlan PlanOfTactic(Transform transform, StepModel model, const Tactic& tactic);
+// The plan a module reported it ran (GemmModule::ReportedPlan) on a case of `k`, or
+// InvalidArgument saying why the reference cannot model it: a cta_k or split count ValidateTactic
+// refuses, more splits than lcm(32, cta_k) chunks in k (reference/split_plan.h never makes an
+// empty split), a kernel label that is not file-name safe (it names the campaign's counts).
+absl::StatusOr<ReferencePlan> PlanOfReport(Transform transform, StepModel model, const RanPlan& plan, int k);
 
 class ReferenceService {
  public:
@@ -86,27 +92,27 @@ class ReferenceService {
   ReferenceService(const ReferenceService&) = delete;
   ReferenceService& operator=(const ReferenceService&) = delete;
 
-  // A new case: which oracle judges it. `input`: its bytes (empty: none, the case's encoding is hashed).
-  void Begin(const FuzzCase& fuzz_case, std::span<const uint8_t> input);
+  // A new case: which oracle judges it. `input`: its bytes (empty: none, the case's encoding is
+  // hashed). The case is the one `weights` (CaseWeights::Begin) holds; every call below until the
+  // next Begin judges it.
+  void Begin(std::span<const uint8_t> input);
   // The case's counters (cases judged on the CPU, the device, fallbacks, ...) added.
   void End();
 
-  // The layer's fold admission: the device oracle's on the device way (checked against the host's
-  // on a sampled case: a `device-vs-cpu` verdict), else the host's; remembered while the scales'
-  // recipe stays.
-  const LayerAdmission& Admission(const FuzzCase& fuzz_case, std::vector<CheckVerdict>& verdicts);
+  // The layer's fold admission: the device's on the device way (CaseWeights::OnDevice; checked
+  // against the host's on a sampled case: a `device-vs-cpu` verdict), else the host's; remembered
+  // while the scales' recipe stays.
+  const LayerAdmission& Admission(std::vector<CheckVerdict>& verdicts);
   // The reference that judges `output`, a module's bits for `plan`: the device oracle's where the
   // case is large and they agree, else (first confirming the device's bits on the CPU, a verdict
   // in `verdicts`) the CPU's.
-  absl::StatusOr<const std::vector<uint16_t>*> Judge(const FuzzCase& fuzz_case, const ReferencePlan& plan,
-                                                     std::span<const uint16_t> output,
+  absl::StatusOr<const std::vector<uint16_t>*> Judge(const ReferencePlan& plan, std::span<const uint16_t> output,
                                                      std::vector<CheckVerdict>& verdicts);
   // The CPU reference alone (the cpu-side check): multi-threaded from the cache, or `threads` = 1
   // computed apart; the transforms are never merged on an admitted layer here.
-  absl::StatusOr<const std::vector<uint16_t>*> CpuReference(const FuzzCase& fuzz_case, const ReferencePlan& plan,
+  absl::StatusOr<const std::vector<uint16_t>*> CpuReference(const ReferencePlan& plan,
                                                             std::vector<CheckVerdict>& verdicts);
-  absl::Status CpuReferenceSingleThreaded(const FuzzCase& fuzz_case, const ReferencePlan& plan,
-                                          std::vector<uint16_t>& bits);
+  absl::Status CpuReferenceSingleThreaded(const ReferencePlan& plan, std::vector<uint16_t>& bits);
 
   // Whether the case (its description is enough) needs its weights on the host: every case but
   // one that goes the device way and whose modules all take recipe weights
@@ -114,6 +120,8 @@ class ReferenceService {
   bool NeedsHostWeights(const FuzzCase& fuzz_case, std::span<const std::unique_ptr<GemmModule>> modules) const;
   // Whether the case being judged is large (the device oracle's, where there is one).
   bool large() const { return case_.large; }
+  // The case's shape class (ShapeClassOf).
+  ShapeClass shape_class() const { return case_.shape_class; }
   // The cache and the admission dropped (a finding's confirmation runs as in a fresh process).
   void ForgetState();
 
@@ -136,12 +144,11 @@ class ReferenceService {
     bool unconfirmed = false;  // the device oracle's, not (yet) compared with the CPU reference
   };
   // The reference for the plan; `cpu_only`: never the device oracle's unconfirmed bits.
-  absl::StatusOr<Bits*> Reference(const FuzzCase& fuzz_case, ReferencePlan plan, std::vector<CheckVerdict>& verdicts,
-                                  bool cpu_only);
-  absl::Status OnDevice(const FuzzCase& fuzz_case, Bits& entry);
+  absl::StatusOr<Bits*> Reference(ReferencePlan plan, std::vector<CheckVerdict>& verdicts, bool cpu_only);
+  absl::Status OnDevice(Bits& entry);
   // Computes the entry on the CPU, records the device-vs-cpu verdict and keeps the CPU's bits.
-  absl::Status ConfirmOnCpu(const FuzzCase& fuzz_case, Bits& entry, std::vector<CheckVerdict>& verdicts);
-  absl::Status ComputeOnCpu(const FuzzCase& fuzz_case, const ReferenceOptions& options, std::vector<uint16_t>& bits);
+  absl::Status ConfirmOnCpu(Bits& entry, std::vector<CheckVerdict>& verdicts);
+  absl::Status ComputeOnCpu(const ReferenceOptions& options, std::vector<uint16_t>& bits);
   // The device oracle could not serve this case (the CPU serves it): refused where it ran out of
   // memory, else a fallback; the reason kept for the report.
   void NoteDeviceFallback(const absl::Status& status);
@@ -156,7 +163,8 @@ class ReferenceService {
     bool large = false, sampled = false, on_device = false, on_cpu = false, cpu_checked = false;
     bool fell_back = false, refused = false;
     bool device_way = false;           // GoesDeviceWay
-    bool device_materialized = false;  // the oracle ran on its own materialization of the weights
+    bool device_materialized = false;  // the oracle ran on the device's materialization of the weights
+    ShapeClass shape_class = ShapeClass::kSmall;
   } case_;
   struct AdmissionMemo {
     std::optional<TensorRecipe> recipe;  // of the scales last admitted; none: they were bytes

@@ -134,7 +134,7 @@ void EmitValueSeeds(SeedWriter& writer) {
   {
     LayerCase c = Base(2, 1);
     const float extreme[] = {0.0f, -0.0f, 1e-45f, 1e30f, -1e30f, 65504.0f};
-    for (size_t i = 0; i < c.replays[0].weights.size(); ++i) c.replays[0].weights[i] = extreme[i % 6];
+    for (size_t i = 0; i < c.replays[0].weights.size(); ++i) c.replays[0].weights[i] = extreme[i % std::size(extreme)];
     c.replays[0].activations[5] = 0x7C00;
     c.replays[0].activations[70] = 0x0001;
     writer.Emit("extreme-weights-and-specials", c);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -137,7 +138,7 @@ void ReferenceSeeds(SeedWriter& out, mxdiff::fuzz::CaseRng& rng) {
     }
     out.Write("fuzz_reference", fmt::format("{}-specials", mxdiff::StepModelName(specials.model)), specials);
     FuzzCase refused = Shaped(rng, 1, {1}, 4, 96, 0);
-    for (size_t i = 0; i < refused.scale_bytes.size(); ++i) refused.scale_bytes[i] = kClassBytes[i % 12];
+    for (size_t i = 0; i < refused.scale_bytes.size(); ++i) refused.scale_bytes[i] = kClassBytes[i % std::size(kClassBytes)];
     refused.model = StepModel(model);
     refused.request = TransformRequest::kFolded;
     refused.tactic.cta_k = 64;  // K = 96: a partial last chunk

@@ -22,6 +22,7 @@
 #include "fuzz/mutators/case_minimizer.h"
 #include "reference/admission.h"
 #include "reference/reference_gemm.h"
+#include "reference/split_plan.h"
 
 namespace mxdiff::fuzz {
 namespace {
@@ -149,6 +150,13 @@ void ExplainRun(const ModuleRun& run, const FuzzCase& c, int show) {
   const absl::StatusOr<Route>& route = run.route;
   fmt::print(text, "  route taken:    {} ({}) {}\n", TransformName(route->variant), RouteReasonName(route->reason),
              route->detail);
+  const Tactic judged = JudgedTactic(run);  // the plan the reference followed
+  if (run.ran_plan && (judged.cta_k != run.tactic.cta_k ||
+                       judged.splits != effective_splits(c.k, run.tactic.cta_k, run.tactic.splits) ||
+                       !run.ran_plan->kernel.empty())) {
+    fmt::print(text, "  plan it ran:    {} (the case's: cta_k {}, {} split(s))\n", DescribeRanPlan(*run.ran_plan),
+               run.tactic.cta_k, effective_splits(c.k, run.tactic.cta_k, run.tactic.splits));
+  }
   if (run.reference.empty() && !run.output.empty()) {
     fmt::print(text, "  (not compared: an earlier check of this module found something)\n");
     return;
@@ -163,7 +171,7 @@ void ExplainRun(const ModuleRun& run, const FuzzCase& c, int show) {
              TransformName(route->variant), StepModelName(model));
   if (mismatches.empty()) return;
   const std::vector<Arithmetic> reproducing =
-      ReproducingArithmetics(c, route->variant, model, route->tactic, output, mismatches);
+      ReproducingArithmetics(c, route->variant, model, judged, output, mismatches);
   if (reproducing.empty()) {
     fmt::print(text, "  no other step model or transform reproduces any of them\n");
   } else {
@@ -171,6 +179,22 @@ void ExplainRun(const ModuleRun& run, const FuzzCase& c, int show) {
     for (const Arithmetic& a : reproducing) {
       fmt::print(text, "    {}: {} of the {} mismatching elements\n", ArithmeticName(a, model, c.model), a.reproduced,
                  mismatches.size());
+    }
+  }
+  if (run.ran_plan && (judged.cta_k != run.tactic.cta_k ||
+                       judged.splits != effective_splits(c.k, run.tactic.cta_k, run.tactic.splits))) {
+    // A module that reports one plan and runs another: does the case's own plan give its bits?
+    ReferenceOptions options;
+    options.transform = route->variant;
+    options.model = model;
+    options.tactic = run.tactic;
+    std::vector<uint16_t> requested;
+    if (ReferenceGemm(c.Problem(), options, requested).ok()) {
+      size_t same = 0;
+      for (size_t i : mismatches) same += requested[i] == output[i];
+      fmt::print(text, "  the case's own plan (cta_k {}, {} split(s)) reproduces {} of the {} mismatching elements{}\n",
+                 run.tactic.cta_k, effective_splits(c.k, run.tactic.cta_k, run.tactic.splits), same,
+                 mismatches.size(), same == mismatches.size() ? ": the module ran it, not the plan it reported" : "");
     }
   }
   for (size_t shown = 0; shown < mismatches.size() && int(shown) < show; ++shown) {
@@ -181,7 +205,7 @@ void ExplainRun(const ModuleRun& run, const FuzzCase& c, int show) {
                ScaleClassOfColumn(c, c.scale_bytes, row, column));
     if (shown == 0) {
       ExplainElement(c, Arithmetic{route->variant, model}, reproducing.empty() ? nullptr : &reproducing.front(),
-                     model, route->tactic, row, column, output[i], reference[i]);
+                     model, judged, row, column, output[i], reference[i]);
     }
   }
 }
@@ -227,10 +251,9 @@ absl::StatusOr<LoadedModules> LoadSelectedModules(const ReproOptions& options, s
 
 // fuzz_gemm's oracle (fuzz/README.md, "fuzz_gemm's oracle"): the device reference for large cases
 // where there is one, 1 in 16 of them (the same cases as fuzz_gemm's default) also on the CPU, so
-// an oracle/device-vs-cpu finding replays; the CPU reference alone elsewhere. It reads the
-// modules' device materialization of the weights, as fuzz_gemm's does.
-std::unique_ptr<ReferenceOracle> DeviceOracleOrNone(std::shared_ptr<DeviceRecipeWeights> device_weights) {
-  absl::StatusOr<std::unique_ptr<ReferenceOracle>> oracle = MakeDeviceReferenceOracle(std::move(device_weights));
+// an oracle/device-vs-cpu finding replays; the CPU reference alone elsewhere.
+std::unique_ptr<ReferenceOracle> DeviceOracleOrNone() {
+  absl::StatusOr<std::unique_ptr<ReferenceOracle>> oracle = MakeDeviceReferenceOracle();
   return oracle.ok() ? *std::move(oracle) : nullptr;
 }
 
@@ -328,6 +351,16 @@ class CaseRepro : public ReproSession {
     return declined;
   }
 
+  std::vector<ReproRanPlan> RanPlans() const override {
+    std::vector<ReproRanPlan> plans;
+    for (const ModuleRun& run : evaluation_.runs) {
+      if (!run.ran_plan || !case_) continue;
+      plans.push_back({run.module, run.ran_plan->cta_k, run.ran_plan->splits, run.ran_plan->kernel, run.tactic.cta_k,
+                       effective_splits(case_->k, run.tactic.cta_k, run.tactic.splits)});
+    }
+    return plans;
+  }
+
   std::vector<ReproCheckVerdict> CheckVerdicts() const override {
     std::vector<ReproCheckVerdict> verdicts;
     for (const CheckVerdict& v : evaluation_.verdicts) {
@@ -342,7 +375,7 @@ class CaseRepro : public ReproSession {
     absl::StatusOr<LoadedModules> loaded = LoadSelectedModules(options_, findings);
     if (!loaded.ok()) return loaded.status();
     differential_ =
-        std::make_unique<GemmDifferential>(std::move(loaded->modules), DeviceOracleOrNone(loaded->device_weights));
+        std::make_unique<GemmDifferential>(std::move(loaded->modules), DeviceOracleOrNone());
     return loaded->report;
   }
 

@@ -142,7 +142,7 @@ void Initialize(std::span<const std::string_view> args) {
   settings.cpu_check_every = CpuCheckEvery(args);
   std::unique_ptr<ReferenceOracle> device_oracle;
   if (settings.cpu_check_every > 0) {
-    absl::StatusOr<std::unique_ptr<ReferenceOracle>> made = MakeDeviceReferenceOracle(loaded->device_weights);
+    absl::StatusOr<std::unique_ptr<ReferenceOracle>> made = MakeDeviceReferenceOracle();
     if (made.ok()) device_oracle = *std::move(made);
     fmt::print(stderr, "fuzz_gemm: oracle: {}\n",
                made.ok() ? fmt::format("the device reference above {:.0f} multiply-adds, checked on the CPU for 1 "

@@ -138,13 +138,18 @@ FuzzCase DeviceWayCase(uint64_t seed) {
   return c;
 }
 
-TEST(DeviceWay, TheOraclesOwnMaterializationGivesTheHostPathsBits) {
+TEST(DeviceWay, TheDevicesMaterializationGivesTheHostPathsBits) {
   absl::StatusOr<std::unique_ptr<ReferenceOracle>> oracle = MakeDeviceReferenceOracle();
   if (oracle.status().code() == absl::StatusCode::kUnavailable) GTEST_SKIP() << oracle.status();
   ASSERT_TRUE(oracle.ok()) << oracle.status();
-  ASSERT_TRUE((*oracle)->MaterializesRecipes());
+  ASSERT_TRUE((*oracle)->TakesDeviceWeights());
+  const std::unique_ptr<DeviceRecipeWeights> device = MakeDeviceRecipeWeights();
+  ASSERT_NE(device, nullptr);
   for (uint64_t seed : {11u, 12u, 11u}) {  // new weights, then back: the kept materialization is redone
     const FuzzCase c = DeviceWayCase(seed);
+    const absl::StatusOr<const DeviceCaseWeights*> weights = device->Of(c);
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    EXPECT_EQ((*weights)->admission, AdmitLayer(c.scale_bytes)) << seed;
     for (StepModel model : {StepModel::kV100, StepModel::kSm90Emulated, StepModel::kSm90EmulatedFtz, StepModel::kExact}) {
       for (Transform transform : {Transform::kOrdinary, Transform::kFolded}) {
         ReferenceOptions options;
@@ -153,7 +158,7 @@ TEST(DeviceWay, TheOraclesOwnMaterializationGivesTheHostPathsBits) {
         options.tactic.cta_k = 32;
         options.tactic.splits = 2;
         std::vector<uint16_t> device_way, host_way, cpu;
-        ASSERT_TRUE((*oracle)->GemmCase(c, options, device_way).ok());
+        ASSERT_TRUE((*oracle)->GemmOnDeviceWeights(c.Problem(), **weights, options, device_way).ok());
         ASSERT_TRUE((*oracle)->Gemm(c.Problem(), options, host_way).ok());
         ASSERT_TRUE(ReferenceGemm(c.Problem(), options, cpu).ok());
         EXPECT_EQ(device_way, host_way) << StepModelName(model) << " " << TransformName(transform) << " " << seed;
@@ -169,19 +174,17 @@ TEST(DeviceWay, ALargeCaseGivesTheSameKernelAndOracleBitsAsTheHostPath) {
   ASSERT_TRUE(device_modules.ok()) << device_modules.status();
   absl::StatusOr<LoadedModules> host_modules = LoadBuiltinModules();
   ASSERT_TRUE(host_modules.ok()) << host_modules.status();
-  // The oracle reads the modules' device materialization (owned by this test, as by a target).
-  const std::shared_ptr<DeviceRecipeWeights> shared = device_modules->device_weights;
-  ASSERT_NE(shared, nullptr);
-  absl::StatusOr<std::unique_ptr<ReferenceOracle>> device_way = MakeDeviceReferenceOracle(shared);
+  // The oracle and the kernels read the one device materialization each case's CaseWeights asks for.
+  absl::StatusOr<std::unique_ptr<ReferenceOracle>> device_way = MakeDeviceReferenceOracle();
   ASSERT_TRUE(device_way.ok()) << device_way.status();
-  absl::StatusOr<std::unique_ptr<ReferenceOracle>> host_way = MakeDeviceReferenceOracle(host_modules->device_weights);
+  absl::StatusOr<std::unique_ptr<ReferenceOracle>> host_way = MakeDeviceReferenceOracle();
   ASSERT_TRUE(host_way.ok()) << host_way.status();
   OracleSettings settings;
   settings.cpu_check_every = 1000000;  // judged on the device bits alone (CpuCheckSampled aside)
   GemmDifferential through_device(std::move(device_modules->modules), *std::move(device_way), settings);
   GemmDifferential through_host(std::move(host_modules->modules),
                                 std::make_unique<HostTensorsOnly>(*std::move(host_way)), settings);
-  const size_t materialized_before = shared->materializations();
+  const size_t materialized_before = through_device.weights().device_materializations();
   size_t skipped = 0;
   for (uint64_t seed = 21; seed <= 24; ++seed) {
     const FuzzCase c = DeviceWayCase(seed);
@@ -197,7 +200,7 @@ TEST(DeviceWay, ALargeCaseGivesTheSameKernelAndOracleBitsAsTheHostPath) {
       ++skipped;
     }
     const CaseEvaluation a = through_device.Evaluate(device_case), b = through_host.Evaluate(c);
-    EXPECT_EQ(shared->materializations(), materialized_before + size_t(seed - 20))
+    EXPECT_EQ(through_device.weights().device_materializations(), materialized_before + size_t(seed - 20))
         << "one device materialization per case, shared by the oracle and the kernels";
     EXPECT_EQ(a.FirstFinding(), nullptr) << a.FirstFinding()->finding->signature << "\n" << a.FirstFinding()->finding->description;
     EXPECT_EQ(b.FirstFinding(), nullptr) << b.FirstFinding()->finding->signature << "\n" << b.FirstFinding()->finding->description;

@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<mxdiff::fuzz::ReferenceOracle> oracle;
   if (settings.cpu_check_every > 0) {
     absl::StatusOr<std::unique_ptr<mxdiff::fuzz::ReferenceOracle>> made =
-        mxdiff::fuzz::MakeDeviceReferenceOracle(loaded->device_weights);
+        mxdiff::fuzz::MakeDeviceReferenceOracle();
     if (made.ok()) oracle = *std::move(made);
   }
   fmt::print(stderr, "fuzz_gemm_benchmark: oracle: {} (cpu check every {})\n",

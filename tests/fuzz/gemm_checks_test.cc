@@ -24,11 +24,15 @@ enum class Defect { kNone, kFlipBit, kSkipLastElement, kDependsOnTileOrder, kWro
 
 class FakeModule final : public GemmModule {
  public:
-  // takes_recipe_weights: Run materializes the weights itself where the case arrives without them.
+  // takes_recipe_weights: Run materializes the weights itself where the case arrives without them
+  // (and notes which device materialization it was handed).
   explicit FakeModule(Defect defect, bool takes_recipe_weights = false)
       : defect_(defect), takes_recipe_weights_(takes_recipe_weights) {}
   std::string name() const override { return "fake"; }
   bool TakesRecipeWeights() const override { return takes_recipe_weights_; }
+  void UseDeviceWeights(const DeviceCaseWeights& weights) override { handed_.push_back(weights.materialization); }
+  // The materializations UseDeviceWeights was handed, one per run.
+  const std::vector<size_t>& handed() const { return handed_; }
   std::optional<StepModel> model() const override { return StepModel::kSm90Emulated; }
   Tactic MapTactic(const FuzzCase& c) const override { return c.tactic; }
   absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
@@ -75,6 +79,7 @@ class FakeModule final : public GemmModule {
  private:
   Defect defect_;
   bool takes_recipe_weights_;
+  std::vector<size_t> handed_;
   KernelRegistry registry_ = BuiltinKernelRegistry();
 };
 
@@ -408,54 +413,86 @@ TEST(DeviceOracle, AKernelOutOfDeviceMemoryIsARefusedCaseNotAFinding) {
   EXPECT_EQ(differential.counters().runs_refused, 1u);
 }
 
-// The device way (GoesDeviceWay): a stand-in for the device reference that materializes a case's
-// recipe weights itself (here on the CPU, from the recipes alone: the case's vectors of codes and
-// scales are cleared first), optionally with a planted defect, counting which entry was used.
+// The device way (GoesDeviceWay) on the host: a stand-in for the device's materialization of a
+// case's recipe weights (from the recipes alone: the case's vectors of codes and scales are
+// cleared first) and a stand-in for the device reference that computes on it, optionally with a
+// planted defect, counting which entry was used.
 struct OracleCalls {
   int host = 0;    // Gemm: the host's tensors
-  int recipe = 0;  // GemmCase: its own materialization
-  int admit = 0;   // AdmitCase
+  int recipe = 0;  // GemmOnDeviceWeights: the device's materialization
+  int admit = 0;   // DeviceRecipeWeights::Of: the weights (and their admission) asked for on the device
+};
+
+class HostStandInWeights final : public DeviceRecipeWeights {
+ public:
+  // admit_all: a planted defect, every layer admitted; error: Of fails with it.
+  HostStandInWeights(OracleCalls* calls, bool admit_all, absl::Status error)
+      : calls_(calls), admit_all_(admit_all), error_(std::move(error)) {}
+  absl::StatusOr<const DeviceCaseWeights*> Of(const FuzzCase& c) override {
+    ++calls_->admit;
+    if (!error_.ok()) return error_;
+    if (!c.WeightsFromRecipes()) return absl::InvalidArgumentError("the case's weights are not recipes");
+    own_ = c;
+    own_.packed_codes.clear();
+    own_.scale_bytes.clear();
+    MaterializeCase(own_);
+    view_ = DeviceCaseWeights{nullptr, admit_all_ ? LayerAdmission{} : AdmitLayer(own_.scale_bytes),
+                              ++materializations_};
+    return &view_;
+  }
+  size_t materializations() const override { return materializations_; }
+  void Forget() override {}
+  const FuzzCase& materialized() const { return own_; }
+
+ private:
+  OracleCalls* calls_;
+  bool admit_all_;
+  absl::Status error_;
+  FuzzCase own_;
+  DeviceCaseWeights view_;
+  size_t materializations_ = 0;
 };
 
 class MaterializingFakeOracle final : public ReferenceOracle {
  public:
-  // flip: a planted defect, one output bit wrong; admit_all: another, every layer admitted;
-  // admission_error: AdmitCase fails with it.
-  MaterializingFakeOracle(OracleCalls* calls, bool materializes = true, bool flip = false, bool admit_all = false,
-                          absl::Status admission_error = absl::OkStatus())
-      : calls_(calls), materializes_(materializes), flip_(flip), admit_all_(admit_all),
-        admission_error_(std::move(admission_error)) {}
+  // device: the stand-in whose weights it reads (null: never asked to); flip: a planted defect,
+  // one output bit wrong.
+  MaterializingFakeOracle(OracleCalls* calls, const HostStandInWeights* device, bool takes_device_weights = true,
+                          bool flip = false)
+      : calls_(calls), device_(device), takes_device_weights_(takes_device_weights), flip_(flip) {}
   std::string name() const override { return "fake-device"; }
   absl::Status Gemm(const GroupedProblem& problem, const ReferenceOptions& options,
                     std::vector<uint16_t>& output) override {
     ++calls_->host;
     return ReferenceGemm(problem, options, output);
   }
-  bool MaterializesRecipes() const override { return materializes_; }
-  absl::Status GemmCase(const FuzzCase& c, const ReferenceOptions& options, std::vector<uint16_t>& output) override {
+  bool TakesDeviceWeights() const override { return takes_device_weights_; }
+  absl::Status GemmOnDeviceWeights(const GroupedProblem& rows, const DeviceCaseWeights& weights,
+                                   const ReferenceOptions& options, std::vector<uint16_t>& output) override {
     ++calls_->recipe;
-    FuzzCase own = c;
-    own.packed_codes.clear();
-    own.scale_bytes.clear();
-    MaterializeCase(own);
-    if (absl::Status status = ReferenceGemm(own.Problem(), options, output); !status.ok()) return status;
+    if (weights.materialization != device_->materializations()) return absl::InternalError("stale weights");
+    GroupedProblem problem = rows;
+    problem.packed_codes = device_->materialized().packed_codes;
+    problem.scale_bytes = device_->materialized().scale_bytes;
+    if (absl::Status status = ReferenceGemm(problem, options, output); !status.ok()) return status;
     if (flip_ && !output.empty()) output[output.size() / 2] ^= 1;
     return absl::OkStatus();
-  }
-  absl::StatusOr<LayerAdmission> AdmitCase(const FuzzCase& c) override {
-    ++calls_->admit;
-    if (!admission_error_.ok()) return admission_error_;
-    FuzzCase own = c;
-    own.scale_bytes.clear();
-    MaterializeCase(own);
-    return admit_all_ ? LayerAdmission{} : AdmitLayer(own.scale_bytes);
   }
 
  private:
   OracleCalls* calls_;
-  bool materializes_, flip_, admit_all_;
-  absl::Status admission_error_;
+  const HostStandInWeights* device_;
+  bool takes_device_weights_, flip_;
 };
+
+// A differential over `modules` with the stand-ins of the device's weights and reference.
+GemmDifferential WithFakeDevice(std::vector<std::unique_ptr<GemmModule>> modules, OracleCalls* calls,
+                                OracleSettings settings = {}, bool flip = false, bool admit_all = false,
+                                absl::Status error = absl::OkStatus()) {
+  auto device = std::make_unique<HostStandInWeights>(calls, admit_all, std::move(error));
+  auto oracle = std::make_unique<MaterializingFakeOracle>(calls, device.get(), true, flip);
+  return GemmDifferential(std::move(modules), std::move(oracle), settings, std::move(device));
+}
 
 // DecodeShapedCase with its codes and scales from recipes (an override among the codes).
 FuzzCase RecipeWeightsCase(uint64_t seed = mxdiff::testing::TestSeed()) {
@@ -472,12 +509,12 @@ GemmDifferential WithMaterializingOracle(OracleCalls* calls, Defect defect, int 
   OracleSettings settings;
   settings.device_above_work = 0;  // every case is "large"
   settings.cpu_check_every = cpu_check_every;
-  return GemmDifferential(std::move(modules), std::make_unique<MaterializingFakeOracle>(calls, true, flip), settings);
+  return WithFakeDevice(std::move(modules), calls, settings, flip);
 }
 
 TEST(DeviceWay, WhichCasesGoTheDeviceWay) {
   OracleCalls calls;
-  MaterializingFakeOracle materializing(&calls), host_only(&calls, /*materializes=*/false);
+  MaterializingFakeOracle materializing(&calls, nullptr), host_only(&calls, nullptr, /*takes_device_weights=*/false);
   OracleSettings large;
   large.device_above_work = 0;
   const FuzzCase recipes = RecipeWeightsCase();
@@ -530,7 +567,7 @@ TEST(DeviceWay, ALayerOfManyExpertsGoesTheDeviceWayWhateverItsRows) {
   const OracleSettings defaults;
   ASSERT_EQ(double(c.rows()) * c.n * c.k, defaults.device_above_work) << "not above in multiply-adds";
   OracleCalls calls;
-  MaterializingFakeOracle materializing(&calls);
+  MaterializingFakeOracle materializing(&calls, nullptr);
   EXPECT_TRUE(AboveDeviceWork(c, defaults));
   EXPECT_TRUE(GoesDeviceWay(c, defaults, &materializing));
   EXPECT_EQ(ShapeClassOf(c), ShapeClass::kDecode);
@@ -574,7 +611,7 @@ TEST(DeviceWay, LiteralWeightsAndSmallCasesKeepTheirPaths) {
   OracleCalls small_calls;
   std::vector<std::unique_ptr<GemmModule>> modules;
   modules.push_back(std::make_unique<FakeModule>(Defect::kNone));
-  GemmDifferential small(std::move(modules), std::make_unique<MaterializingFakeOracle>(&small_calls));
+  GemmDifferential small = WithFakeDevice(std::move(modules), &small_calls);
   EXPECT_EQ(small.Evaluate(RecipeWeightsCase()).FirstFinding(), nullptr);
   EXPECT_EQ(small_calls.host + small_calls.recipe, 0);
   EXPECT_EQ(small.counters().cases_cpu, 1u);
@@ -614,8 +651,7 @@ GemmDifferential Skipping(OracleCalls* calls, Defect defect, int cpu_check_every
   OracleSettings settings;
   settings.device_above_work = 0;
   settings.cpu_check_every = cpu_check_every;
-  return GemmDifferential(std::move(modules),
-                          std::make_unique<MaterializingFakeOracle>(calls, true, false, admit_all), settings);
+  return WithFakeDevice(std::move(modules), calls, settings, /*flip=*/false, admit_all);
 }
 
 std::vector<uint8_t> Encoded(const FuzzCase& c) {
@@ -745,19 +781,19 @@ TEST(DeviceWay, AnOracleAdmissionThatDisagreesWithTheHostIsAFindingOnTheSampledC
   EXPECT_EQ(lying.counters().oracle_disagreements, sampled_refused);
 }
 
-// An oracle that cannot admit (out of device memory, or any other error) leaves the admission to
-// the host: the same verdicts, counted as a refused case or a fallback.
-TEST(DeviceWay, AnOracleThatCannotAdmitLeavesTheAdmissionToTheHost) {
+// A device that cannot materialize the weights (out of device memory, or any other error) leaves
+// the admission to the host and the reference to the CPU: the same verdicts, counted as a refused
+// case or a fallback, and asked once per case although the admission and the reference both wanted it.
+TEST(DeviceWay, ADeviceThatCannotMaterializeLeavesTheAdmissionToTheHost) {
   for (const absl::Status& error : {absl::ResourceExhaustedError("out of memory (planted)"),
                                     absl::UnavailableError("no device (planted)")}) {
     OracleCalls calls, full_calls;
     std::vector<std::unique_ptr<GemmModule>> modules;
-    modules.push_back(std::make_unique<FakeModule>(Defect::kNone, true));
+    modules.push_back(std::make_unique<FakeModule>(Defect::kNone));  // on the host's weights
     OracleSettings settings;
     settings.device_above_work = 0;
     settings.cpu_check_every = 1000000;
-    GemmDifferential failing(std::move(modules),
-                             std::make_unique<MaterializingFakeOracle>(&calls, true, false, false, error), settings);
+    GemmDifferential failing = WithFakeDevice(std::move(modules), &calls, settings, false, false, error);
     GemmDifferential full = Skipping(&full_calls, Defect::kNone, 1000000, true);
     FuzzCase c;
     for (uint64_t seed = 1; seed <= 8; ++seed) {
@@ -771,8 +807,33 @@ TEST(DeviceWay, AnOracleThatCannotAdmitLeavesTheAdmissionToTheHost) {
     const bool out_of_memory = error.code() == absl::StatusCode::kResourceExhausted;
     EXPECT_EQ(failing.counters().device_refused, out_of_memory ? 8u : 0u) << error;
     EXPECT_EQ(failing.counters().device_fallbacks, out_of_memory ? 0u : 8u) << error;
+    EXPECT_EQ(failing.counters().cases_cpu, 8u) << error;
     EXPECT_EQ(calls.admit, 8);
+    EXPECT_EQ(calls.recipe, 0);
   }
+}
+
+// One device materialization per case, asked for once (CaseWeights::OnDevice) and handed to the
+// kernel module (its run and its determinism rerun) and the oracle alike, which the admission reads too.
+TEST(DeviceWay, TheKernelsAndTheOracleShareOneMaterializationAskedForOncePerCase) {
+  OracleCalls calls;
+  GemmDifferential skipping = Skipping(&calls, Defect::kNone, 1000000, true);
+  const auto& module = static_cast<const FakeModule&>(*skipping.modules()[0]);
+  FuzzCase c;
+  std::vector<size_t> handed;
+  for (size_t seed = 1; seed <= 8; ++seed) {
+    const absl::StatusOr<bool> skip = DecodeForDifferential(Encoded(RecipeWeightsCase(seed)), skipping, c, nullptr);
+    ASSERT_TRUE(skip.ok());
+    ASSERT_TRUE(*skip) << "the device way, the weights skipped on the host";
+    const int references_before = calls.recipe;
+    const CaseEvaluation evaluation = skipping.Evaluate(c);
+    EXPECT_EQ(evaluation.FirstFinding(), nullptr) << seed;
+    EXPECT_EQ(calls.admit, int(seed)) << "asked for once per case";
+    EXPECT_GT(calls.recipe, references_before) << "the oracle computed on it (a stale one is an error)";
+    handed.insert(handed.end(), {seed, seed});  // the run and the rerun, on this case's materialization
+    EXPECT_EQ(module.handed(), handed);
+  }
+  EXPECT_EQ(skipping.weights().device_materializations(), 8u);
 }
 
 TEST(DeviceWay, TheWeightsStayOnTheHostWhereAnythingElseNeedsThem) {
@@ -788,7 +849,7 @@ TEST(DeviceWay, TheWeightsStayOnTheHostWhereAnythingElseNeedsThem) {
       << "every case sampled: the groups with rows come later";
   std::vector<std::unique_ptr<GemmModule>> modules;
   modules.push_back(std::make_unique<FakeModule>(Defect::kNone, true));
-  GemmDifferential small(std::move(modules), std::make_unique<MaterializingFakeOracle>(&calls));
+  GemmDifferential small = WithFakeDevice(std::move(modules), &calls);
   EXPECT_TRUE(small.NeedsHostWeights(recipes)) << "a small case is judged on the CPU";
   const absl::StatusOr<bool> skip = DecodeForDifferential(Encoded(recipes), small, c, nullptr);
   ASSERT_TRUE(skip.ok());

@@ -1,6 +1,7 @@
 #include "tests/kernels/moe_layer_support.h"
 
 #include <cstring>
+#include <iterator>
 
 #include "fmt/core.h"
 #include "fuzz/checks/layer_compare.h"
@@ -8,6 +9,7 @@
 #include "kernels/tile_map.h"
 #include "kernels/tile_raster.h"
 #include "reference/checkpoint_scales.h"
+#include "reference/fp16.h"
 
 namespace mxdiff::testing {
 
@@ -69,8 +71,7 @@ uint16_t ModerateHalf(FastRng& rng) {
 }
 
 uint16_t SpecialHalf(FastRng& rng) {
-  static constexpr uint16_t kSpecials[] = {0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x0001, 0x83FF, 0x7BFF, 0xFBFF};
-  return kSpecials[rng() % (sizeof(kSpecials) / sizeof(kSpecials[0]))];
+  return kF16SpecialValues[rng() % std::size(kF16SpecialValues)];
 }
 
 float ExtremeWeight(FastRng& rng) {

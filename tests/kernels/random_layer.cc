@@ -1,8 +1,10 @@
 #include "tests/kernels/random_layer.h"
 
+#include <iterator>
 #include <set>
 
 #include "fmt/core.h"
+#include "reference/fp16.h"
 #include "reference/scale_class.h"
 
 namespace mxdiff::testing {
@@ -26,9 +28,7 @@ uint16_t ModerateHalf(std::mt19937_64& rng) {
 }
 
 uint16_t SpecialHalf(std::mt19937_64& rng) {
-  static constexpr uint16_t kSpecials[] = {0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x0001,
-                                           0x83FF, 0x7BFF, 0xFBFF, 0x0400, 0x3C00};
-  return kSpecials[rng() % (sizeof(kSpecials) / sizeof(kSpecials[0]))];
+  return kF16SpecialValues[rng() % std::size(kF16SpecialValues)];
 }
 
 }  // namespace

@@ -7,6 +7,8 @@ samples of executions into a rate per interval and the rate sustained over the l
 formats the report. Pure functions: tests/tools/campaign/stats_test.py checks them on the CPU.
 """
 
+import re
+
 SHAPES = ("small", "decode", "huge")  # gemm_differential.h's ShapeClass
 # The counters, in the stats file's order; "seconds" is the worker's time since its first case.
 # "device_oracle" is 1 where the worker has the device reference (summed: the workers that have it).
@@ -28,10 +30,18 @@ SHAPE_PHASE_PREFIX = "shape_phase_seconds_"
 MODULE_RUNS_PREFIX = "module_runs_"
 MODULE_DECLINED_PREFIX = "module_declined_"
 MODULE_COMPARED_PREFIX = "module_compared_"
+# Per module, the runs judged by each plan (the one the module reported it ran, kernel C ABI
+# version 2, else its tactic's): "module_plan_<module>_ctak<K>_splits<S>", and per kernel label the
+# module reported, "module_kernel_<module>_<label>"; past 256 keys per module, "..._other"
+# (fuzz/driver/gemm_counters.h).
+MODULE_PLAN_PREFIX = "module_plan_"
+MODULE_KERNEL_PREFIX = "module_kernel_"
+_PLAN_KEY = re.compile(r"^module_plan_(.+)_(?:ctak(\d+)_splits(\d+)|other)$")
 
 
 def _module_count(name):
-    return name.startswith((MODULE_RUNS_PREFIX, MODULE_DECLINED_PREFIX, MODULE_COMPARED_PREFIX))
+    return name.startswith((MODULE_RUNS_PREFIX, MODULE_DECLINED_PREFIX, MODULE_COMPARED_PREFIX, MODULE_PLAN_PREFIX,
+                            MODULE_KERNEL_PREFIX))
 
 
 def _timed(name):
@@ -104,6 +114,46 @@ def declined_line(totals):
     return "  declined by module (not compared: MXDIFF_KERNEL_UNSUPPORTED or out of memory): " + "; ".join(
         f"{module} {declined} of {runs} case(s) ({100 * declined / runs if runs else 0:.0f}%), {compared} compared"
         for module, runs, declined, compared in declines)
+
+
+def module_plans(stats):
+    """{module: ([(cta_k, splits, runs)] ascending, then (None, None, runs) for "other"; [(kernel, runs)]
+    most runs first)} of one stats file or a total. A kernel key is split at the longest module name
+    the plans or the run counts name (module names may hold '_')."""
+    if stats is None:
+        return {}
+    plans = {}
+    for key, runs in stats.items():
+        matched = _PLAN_KEY.match(key)
+        if matched:
+            cta_k, splits = matched.group(2), matched.group(3)
+            plans.setdefault(matched.group(1), ([], []))[0].append(
+                (int(cta_k) if cta_k else None, int(splits) if splits else None, runs))
+    modules = set(plans) | {key[len(MODULE_RUNS_PREFIX):] for key in stats if key.startswith(MODULE_RUNS_PREFIX)}
+    for key, runs in stats.items():
+        if not key.startswith(MODULE_KERNEL_PREFIX):
+            continue
+        rest = key[len(MODULE_KERNEL_PREFIX):]
+        owners = [module for module in modules if rest.startswith(module + "_") and len(rest) > len(module) + 1]
+        if owners:
+            module = max(owners, key=len)
+            plans.setdefault(module, ([], []))[1].append((rest[len(module) + 1:], runs))
+    for ran, kernels in plans.values():
+        ran.sort(key=lambda plan: (plan[0] is None, plan[0] or 0, plan[1] or 0))
+        kernels.sort(key=lambda kernel: (-kernel[1], kernel[0]))
+    return plans
+
+
+def plan_lines(totals):
+    """Per module, the plans (cta_k and split count) its runs were judged by and the kernels it
+    reported, with their runs: which of its plans the campaign exercised."""
+    lines = []
+    for module, (ran, kernels) in sorted(module_plans(totals).items()):
+        text = ", ".join(f"k{cta_k}/s{splits} {runs}" if cta_k is not None else f"other {runs}"
+                         for cta_k, splits, runs in ran)
+        lines.append(f"  plans run by {module} (cta_k/splits runs): {text or '-'}"
+                     + (f"; kernels: " + ", ".join(f"{kernel} {runs}" for kernel, runs in kernels) if kernels else ""))
+    return lines
 
 
 def interval_rates(samples, interval):
@@ -227,6 +277,7 @@ def report_lines(target, per_worker, elapsed, samples, interval, window=300):
         declines = declined_line(totals)
         if declines is not None:
             lines.append(declines)
+        lines.extend(plan_lines(totals))
         worker_seconds = sum(stats["seconds"] for stats in per_worker if stats is not None)
         lines.append(phase_line(totals, worker_seconds))
         by_shape = shape_line(totals, worker_seconds)

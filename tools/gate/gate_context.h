@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,7 +14,9 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/audit.h"
 #include "checkpoint/expert_weights.h"
+#include "fuzz/modules/gemm_module.h"
 #include "reference/admission.h"
+#include "reference/step_model.h"
 #include "reference/transform.h"
 #include "tools/bench/report.h"
 #include "tools/gate/gate_speed.h"
@@ -37,6 +40,13 @@ struct GateOptions {
   double speed_seconds = 0;
   uint64_t seed = 1;
   int device = 0;
+  // --baseline_kernel / --candidate_kernel: two kernel libraries (fuzz/modules/mxdiff_kernel_abi.h)
+  // in place of the builtin ordinary / folded pair, asked for the ordinary and the folded transform
+  // under --ext_model's arithmetic; both empty: the builtin pair.
+  std::string baseline_kernel{};
+  std::string candidate_kernel{};
+  StepModel kernel_model = StepModel::kSm90Emulated;
+  bool libraries() const { return !baseline_kernel.empty(); }
 };
 
 // One kernel GEMM of an MoE layer as the audit judged it.
@@ -78,6 +88,9 @@ struct GateContext {
   // report of them all (per-round samples of both arms, every protocol: bench.json in the report).
   std::vector<SpeedMeasurement> speed{};
   bench::BenchReport bench{};
+  // The two kernel libraries where options.libraries(), loaded before anything runs.
+  std::unique_ptr<fuzz::GemmModule> baseline{};
+  std::unique_ptr<fuzz::GemmModule> candidate{};
 };
 
 inline constexpr double kMinLayerBudgetS = 0.2;
@@ -100,6 +113,12 @@ absl::StatusOr<StepResult> RunProofStep(GateContext& context);        // gate_pr
 absl::StatusOr<StepResult> RunWeightsStep(GateContext& context);      // gate_weights_step.cc
 absl::StatusOr<StepResult> RunExactnessStep(GateContext& context);    // gate_exactness_step.cc
 absl::StatusOr<StepResult> RunSpeedStep(GateContext& context);        // gate_speed_step.cc
+
+// Two kernel libraries (gate_libraries.cc). Load: both or neither flag, each a regular file that
+// loads as a kernel library, not the same file, one ABI version (else bad input). Step 4 for them:
+// each chosen layer's real weights through both, GEMM by GEMM, against the reference and each other.
+absl::Status LoadKernelLibraries(GateContext& context);
+absl::StatusOr<StepResult> RunLibraryExactnessStep(GateContext& context);
 
 // With several layers chosen the weights are not all kept (V4: some 850 MB a layer at TP 4, 43
 // layers): step 3 keeps each layer's shape and drops its arrays, step 4 loads them again for the

@@ -142,6 +142,7 @@ ArmResult ReplayArm(const GateContext& context, const GateLayer& layer, MoeLayer
 }  // namespace
 
 absl::StatusOr<StepResult> RunExactnessStep(GateContext& context) {
+  if (context.options.libraries()) return RunLibraryExactnessStep(context);
   StepResult step{.step = GateStep::kExactness, .outcome = StepOutcome::kPassed};
   step.command = GateCommandFor(context, fmt::format("--cases={} --fuzz-time={} --seed={}", context.options.cases,
                                                      context.options.fuzz_seconds, context.options.seed));

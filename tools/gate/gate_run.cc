@@ -34,8 +34,11 @@ std::string LastLine(std::string_view text) {
 void ModelNotes(GateContext& context, const std::vector<StepResult>& steps) {
   const std::optional<PerToken> per_token = ModelPerToken(context.speed, context.moe_layers);
   context.notes.push_back(per_token ? PerTokenLine(*per_token)
-                                    : "us per token: not measured (the speed step did not time every chosen layer's "
-                                      "whole graph)");
+                          : context.options.libraries()
+                              ? "us per token: not measured (two kernel libraries: W13 and W2 are timed alone, no "
+                                "layer graph runs them)"
+                              : "us per token: not measured (the speed step did not time every chosen layer's whole "
+                                "graph)");
   const bool exact_ran = !context.layers.empty() &&
                          std::all_of(context.layers.begin(), context.layers.end(), [](const GateLayer& l) { return l.exactness_ran; });
   const bool exact = exact_ran && std::all_of(context.layers.begin(), context.layers.end(),
@@ -43,8 +46,11 @@ void ModelNotes(GateContext& context, const std::vector<StepResult>& steps) {
   bool failed = false;
   for (const StepResult& step : steps) failed |= step.step == GateStep::kExactness && step.outcome == StepOutcome::kFailed;
   context.notes.push_back(
-      exact ? "every chosen layer's output is bit-identical between the arms in every replay: an accuracy run (the "
-              "seed's GSM8K-64) cannot change and need not be run"
+      exact ? context.options.libraries()
+                  ? "every W13 and W2 output of the chosen layers is bit-identical between the two libraries in every "
+                    "case: an accuracy run (the seed's GSM8K-64) cannot change and need not be run"
+                  : "every chosen layer's output is bit-identical between the arms in every replay: an accuracy run (the "
+                    "seed's GSM8K-64) cannot change and need not be run"
       : failed ? "a bit differs between the arms (or from the reference): an accuracy run must be run before any claim"
                : "the arms' outputs were not compared on the device: whether an accuracy run can change is not decided");
 }
@@ -123,9 +129,12 @@ std::string GateCommandFor(const GateContext& context, std::string_view extra) {
   std::vector<std::string> layers, arms;
   for (const GateLayer& layer : context.layers) layers.push_back(layer.name);
   for (Transform arm : context.options.arms) arms.push_back(std::string(TransformName(arm)));
-  return fmt::format("mxdiff gate {} --layers={} --tp={} --rank={} --arms={} {}", fmt::join(context.options.paths, " "),
-                     fmt::join(layers, ","), context.options.parallel.tp, context.options.parallel.rank,
-                     fmt::join(arms, ","), extra);
+  const GateOptions& o = context.options;
+  const std::string pair = o.libraries() ? fmt::format("--baseline_kernel={} --candidate_kernel={} --ext_model={}",
+                                                       o.baseline_kernel, o.candidate_kernel, StepModelName(o.kernel_model))
+                                         : fmt::format("--arms={}", fmt::join(arms, ","));
+  return fmt::format("mxdiff gate {} --layers={} --tp={} --rank={} {} {}", fmt::join(o.paths, " "),
+                     fmt::join(layers, ","), o.parallel.tp, o.parallel.rank, pair, extra);
 }
 
 namespace {
@@ -136,6 +145,7 @@ namespace {
 // then is the report folder created. Step 1's result comes back for its progress line.
 absl::StatusOr<StepResult> CheckInputs(const GateRunConfig& config, GateContext& context) {
   if (!config.report_dir.empty()) MXDIFF_RETURN_IF_ERROR(CheckReportFolder(config.report_dir));
+  MXDIFF_RETURN_IF_ERROR(LoadKernelLibraries(context));
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<StepResult> audit = RunAuditStep(context);
   if (!audit.ok()) return audit.status();

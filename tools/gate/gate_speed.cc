@@ -48,11 +48,13 @@ std::string_view AnswerOf(const ProtocolFigures& figures) {
   return "no difference";
 }
 
-SpeedDecision DecideSpeed(std::span<const SpeedMeasurement> measurements) {
+SpeedDecision DecideSpeed(std::span<const SpeedMeasurement> measurements, SpeedUnit unit) {
   SpeedDecision decision;
   std::vector<std::string> failed, undecided, faster;
   int candidate_layers = 0;
+  const std::string_view unit_name = unit == SpeedUnit::kLayer ? "the whole layer" : "the GEMM";
   for (const SpeedMeasurement& m : measurements) {
+    const bool counts = unit == SpeedUnit::kLayer ? m.layer : !m.layer;
     decision.details.push_back(DetailOf(m));
     const bench::Verdict v = m.report.error.empty() ? m.report.verdict.verdict : bench::Verdict::kIncomplete;
     const std::string why = fmt::format("{} {}", m.name, bench::VerdictName(v));
@@ -60,25 +62,30 @@ SpeedDecision DecideSpeed(std::span<const SpeedMeasurement> measurements) {
       failed.push_back(why);
     } else if (v == bench::Verdict::kTooNoisy || v == bench::Verdict::kPositionEffect || v == bench::Verdict::kIncomplete) {
       undecided.push_back(why);
-    } else if (m.layer && m.candidate_runs && v != bench::Verdict::kFaster) {
-      undecided.push_back(fmt::format("{} (the whole layer not resolved faster)", why));
+    } else if (counts && m.candidate_runs && v != bench::Verdict::kFaster) {
+      undecided.push_back(fmt::format("{} ({} not resolved faster)", why, unit_name));
     } else if (v == bench::Verdict::kFaster) {
       faster.push_back(m.name);
     }
-    candidate_layers += m.layer && m.candidate_runs ? 1 : 0;
+    candidate_layers += counts && m.candidate_runs ? 1 : 0;
   }
   if (!failed.empty()) {
     decision.outcome = StepOutcome::kFailed;
     decision.summary = fmt::format("the sound protocol says the candidate is slower (or a bit differs): {}",
                                    fmt::join(failed, "; "));
   } else if (candidate_layers == 0) {
-    decision.summary = "no whole layer was timed with the candidate running: no verdict";
+    decision.summary = unit == SpeedUnit::kLayer ? "no whole layer was timed with the candidate running: no verdict"
+                                                 : "no GEMM was timed with the candidate running: no verdict";
   } else if (!undecided.empty()) {
     decision.summary = fmt::format("no verdict: {}", fmt::join(undecided, "; "));
   } else {
     decision.outcome = StepOutcome::kPassed;
-    decision.summary = fmt::format("the candidate is faster on the whole layer of {} layer(s), every control passing "
-                                   "(faster: {}; nothing slower)", candidate_layers, fmt::join(faster, ", "));
+    decision.summary =
+        unit == SpeedUnit::kLayer
+            ? fmt::format("the candidate is faster on the whole layer of {} layer(s), every control passing (faster: "
+                          "{}; nothing slower)", candidate_layers, fmt::join(faster, ", "))
+            : fmt::format("the candidate is faster on each of {} timed GEMM(s), every control passing (faster: {}; "
+                          "nothing slower)", candidate_layers, fmt::join(faster, ", "));
   }
   return decision;
 }

@@ -49,12 +49,17 @@ inline constexpr std::string_view kSpeedRule =
     "control passing (swapped, A/A; none too noisy, position effect or incomplete) and W13 and W2 each faster or "
     "unresolved; else no verdict. The naive protocol (tune on first use) is shown beside it and never decides";
 
+// What the candidate must be faster on: the whole layer (the builtin pair: the layer's graph is the
+// unit the seed measured), or each timed GEMM (two kernel libraries: no layer graph runs them, so
+// W13 and W2 alone are timed, and each must be faster).
+enum class SpeedUnit : uint8_t { kLayer = 0, kGemm = 1 };
+
 struct SpeedDecision {
   StepOutcome outcome = StepOutcome::kNoVerdict;
   std::string summary{};
   std::vector<std::string> details{};  // per measurement: the sound answer, the naive one beside it
 };
-SpeedDecision DecideSpeed(std::span<const SpeedMeasurement> measurements);
+SpeedDecision DecideSpeed(std::span<const SpeedMeasurement> measurements, SpeedUnit unit = SpeedUnit::kLayer);
 
 // The model's us per token: the layer measurements' medians summed (sound and naive), beside the
 // seed's projection (the first measured layer x the checkpoint's MoE layers), both protocols.

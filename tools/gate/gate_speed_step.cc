@@ -7,6 +7,8 @@
 // measured) with that layer's real, sliced weights. The decision is DecideSpeed's (gate_speed.h).
 // A GEMM the audit refused on every chosen layer runs ordinary in both arms and is not timed
 // alone. CUDA builds only; skipped where the exactness step found no device.
+#include <span>
+
 #include "fmt/format.h"
 #include "tools/gate/gate_context.h"
 
@@ -32,12 +34,26 @@ struct Timed {
   bool w13 = false, w2 = false;  // benched: admitted on some chosen layer
 };
 
-// What both benches share: the arms, the naive protocol with tune on first use, seed, device.
+// The arms as `mxdiff bench --arms` names them: the builtin pair, or the two kernel libraries
+// (the candidate asked for the folded transform, both under --ext_model).
+std::string ArmsText(const GateOptions& o) {
+  return o.libraries() ? fmt::format("ext:{},ext-folded:{}", o.baseline_kernel, o.candidate_kernel) : "ordinary,folded";
+}
+
+// What both benches share: the arms, the naive protocol with tune on first use (the builtin pair
+// only), seed, device.
 bench::BenchConfig BaseConfig(const GateContext& context, double budget_s) {
   bench::BenchConfig config;
-  config.a = *bench::ParseArmSpec("ordinary");
-  config.b = *bench::ParseArmSpec("folded");
-  config.naive = true;
+  const GateOptions& o = context.options;
+  config.a = o.libraries() ? bench::ArmSpec{.kind = bench::ArmKind::kExternal, .transform = Transform::kOrdinary,
+                                            .tactic = std::nullopt, .library = o.baseline_kernel, .text = "ext:" + o.baseline_kernel}
+                           : *bench::ParseArmSpec("ordinary");
+  config.b = o.libraries() ? bench::ArmSpec{.kind = bench::ArmKind::kExternal, .transform = Transform::kFolded,
+                                            .tactic = std::nullopt, .library = o.candidate_kernel, .text = "ext-folded:" + o.candidate_kernel}
+                           : *bench::ParseArmSpec("folded");
+  config.ext_model = o.kernel_model;
+  // The naive protocol captures graphs, which a library's host call cannot be part of.
+  config.naive = !o.libraries();
   config.first_use = FirstUse::kTune;
   config.stopping.budget_seconds = budget_s;
   config.seed = context.options.seed;
@@ -53,12 +69,16 @@ bench::BenchConfig GemmConfig(const GateContext& context, const Timed& timed) {
   if (timed.w2) config.shapes.push_back({fmt::format("W2 {}", w.layer), w.hidden, w.intermediate});
   config.groups = context.layers.front().top_k + (w.shared_expert ? 1 : 0);
   config.rows_per_group = 1;
-  config.command = fmt::format("mxdiff bench --arms=ordinary,folded --shapes={} --experts={} --rows=1 --naive "
-                               "--first_use=tune --budget_s={} --bench_seed={}",
+  config.command = fmt::format("mxdiff bench --arms={} --shapes={} --experts={} --rows=1 {} --budget_s={} --bench_seed={}",
+                               ArmsText(context.options),
                                fmt::format("{}{}{}", timed.w13 ? fmt::format("{}x{}", 2 * w.intermediate, w.hidden) : "",
                                            timed.w13 && timed.w2 ? "," : "",
                                            timed.w2 ? fmt::format("{}x{}", w.hidden, w.intermediate) : ""),
-                               config.groups, config.stopping.budget_seconds, config.seed);
+                               config.groups,
+                               context.options.libraries()
+                                   ? fmt::format("--ext_model={}", StepModelName(context.options.kernel_model))
+                                   : "--naive --first_use=tune",
+                               config.stopping.budget_seconds, config.seed);
   return config;
 }
 
@@ -112,7 +132,7 @@ absl::StatusOr<StepResult> RunSpeedStep(GateContext& context) {
   }
   const bench::BenchConfig config = GemmConfig(context, timed);
   const double layer_budget = LayerBudgetSeconds(context.options, context.layers.size());
-  step.command = fmt::format("{}; the whole layers: {}", config.command,
+  step.command = context.options.libraries() ? config.command : fmt::format("{}; the whole layers: {}", config.command,
                              GateCommandFor(context, fmt::format("--seed={} --budget_s={} --speed_time={}",
                                                                  context.options.seed, context.options.bench_budget_s,
                                                                  context.options.speed_seconds)));
@@ -127,15 +147,23 @@ absl::StatusOr<StepResult> RunSpeedStep(GateContext& context) {
   for (const bench::ShapeReport& shape : report->shapes) {
     context.speed.push_back({.name = shape.shape.name, .layer = false, .candidate_runs = true, .report = shape});
   }
-  for (GateLayer& layer : context.layers) {
+  // Two kernel libraries: no layer graph runs them; the GEMMs are the unit.
+  for (GateLayer& layer : context.options.libraries() ? std::span<GateLayer>() : std::span<GateLayer>(context.layers)) {
     fmt::print(stderr, "gate: speed: {}: the whole layer, {:.2f} s per measurement\n", layer.name, layer_budget);
     context.speed.push_back(LayerMeasurement(context, layer, layer_budget));
     context.bench.shapes.push_back(context.speed.back().report);
   }
-  SpeedDecision decision = DecideSpeed(context.speed);
+  SpeedDecision decision =
+      DecideSpeed(context.speed, context.options.libraries() ? SpeedUnit::kGemm : SpeedUnit::kLayer);
   step.outcome = decision.outcome;
   step.summary = fmt::format("{} on {}", decision.summary, report->device);
   step.details = std::move(decision.details);
+  if (context.options.libraries()) {
+    step.details.push_back(fmt::format("two kernel libraries ({} against {}): W13 and W2 timed alone as host calls (the "
+                                       "C ABI takes host memory: copies in and out, and whatever the library does per "
+                                       "call, are in both arms' times); no whole-layer graph runs them",
+                                       context.candidate->name(), context.baseline->name()));
+  }
   if (!timed.w13 || !timed.w2) {
     step.details.push_back(fmt::format("{} refused on this rank in every chosen layer: ordinary in both arms, not timed "
                                        "alone", timed.w13 ? "W2" : "W13"));

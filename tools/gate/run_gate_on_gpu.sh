@@ -34,8 +34,11 @@ if [ "${GATE_SMALL:-1}" != 0 ]; then
     python3 tests/checkpoint/write_v4_checkpoint.py "$work/small/${variant%%|*}" --layers 2 --experts 8 --hidden 256 \
       --intermediate 128 --shared=mxfp4 ${variant#*|} || exit 2
   done
+  fakes=$dir/tests/tools/gate  # the kernel libraries of the two-library cases (gate_fake_kernel.cc)
   timeout 300 python3 tests/tools/gate/gate_cli_test.py --mxdiff "$mxdiff" --checkpoints "$work/small" \
-    --schema tools/gate/report.schema.json >"$out/gate_cli.log" 2>&1
+    --schema tools/gate/report.schema.json --example-kernel "$dir/fuzz/libmxdiff_example_kernel.so" \
+    --fake-v1 "$fakes/libmxdiff_gate_fake_v1.so" --fake-folded-only "$fakes/libmxdiff_gate_fake_folded_only.so" \
+    --fake-flip-folded "$fakes/libmxdiff_gate_fake_flip_folded.so" >"$out/gate_cli.log" 2>&1
   rc=$?
   echo "== gate_cli (small checkpoints): exit $rc ($(grep -c '^FAIL' "$out/gate_cli.log") failed checks; $out/gate_cli.log)"
   grep '^FAIL' "$out/gate_cli.log" | head -20

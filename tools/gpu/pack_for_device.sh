@@ -32,7 +32,9 @@ copy_stripped "$build" "$root/kern" --strip-all \
   tests/fuzz/fuzz_gemm_benchmark tests/fuzz/device_materialize_test tests/reference/device/device_reference_test \
   tests/fuzz/layer_fuzz_test tests/checkpoint/audit_gpu_test tests/tools/bench/bench_gpu_test \
   tests/tools/bench/bench_cpu_test tests/kernels/kernels_cpu_test tools/mxdiff/mxdiff \
-  fuzz/fuzz_gemm fuzz/fuzz_layer tools/repro/repro fuzz/libmxdiff_example_kernel.so
+  fuzz/fuzz_gemm fuzz/fuzz_layer tools/repro/repro fuzz/libmxdiff_example_kernel.so \
+  tests/tools/gate/libmxdiff_gate_fake_v1.so tests/tools/gate/libmxdiff_gate_fake_folded_only.so \
+  tests/tools/gate/libmxdiff_gate_fake_flip_folded.so
 [ -x "$root/kern/tools/mxdiff/mxdiff" ] || { echo "$0: no tools/mxdiff/mxdiff in $build" >&2; exit 2; }
 if [ -n "$fuzz_build" ]; then
   # Debug info goes, symbols stay: the sanitizers' reports still name functions.

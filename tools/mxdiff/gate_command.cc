@@ -1,6 +1,7 @@
 // mxdiff gate CHECKPOINT: the merge verdict for the folded kernel on a real checkpoint (issue 18;
 // tools/gate/README.md). The flags are parsed and checked here; the steps are tools/gate/.
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +18,13 @@
 ABSL_DECLARE_FLAG(std::string, arms);    // bench_command.cc's: here the arms the exactness step replays
 ABSL_DECLARE_FLAG(uint64_t, seed);       // calibrate_command.cc's
 ABSL_DECLARE_FLAG(double, budget_s);     // bench_command.cc's: per bench measurement
+ABSL_DECLARE_FLAG(std::string, ext_model);  // bench_command.cc's: the arithmetic two kernel libraries are asked for
+ABSL_FLAG(std::string, baseline_kernel, "",
+          "gate: a kernel library (fuzz/modules/mxdiff_kernel_abi.h) as the baseline, asked for the ordinary transform, "
+          "in place of the builtin ordinary kernel; with --candidate_kernel");
+ABSL_FLAG(std::string, candidate_kernel, "",
+          "gate: a kernel library as the candidate, asked for the folded transform where this rank's bytes admit it, "
+          "in place of the builtin folded kernel; with --baseline_kernel");
 ABSL_FLAG(std::string, layers, "", "gate: MoE layers, comma-separated (layers.0,...), or all; empty: the first");
 ABSL_FLAG(int, tp, 1, "gate: tensor-parallel size the weights are sliced for");
 ABSL_FLAG(int, rank, 0, "gate: tensor-parallel rank, 0..tp-1");
@@ -94,6 +102,14 @@ absl::Status ReadOptions(std::span<const std::string_view> args, gate::GateRunCo
                                                   o.parallel.tp, o.parallel.tp - 1));
   }
   MXDIFF_RETURN_IF_ERROR(ParseArms(absl::GetFlag(FLAGS_arms), o.arms));
+  o.baseline_kernel = absl::GetFlag(FLAGS_baseline_kernel);
+  o.candidate_kernel = absl::GetFlag(FLAGS_candidate_kernel);
+  const std::optional<StepModel> kernel_model = ParseStepModel(absl::GetFlag(FLAGS_ext_model));
+  if (!kernel_model) {
+    return absl::InvalidArgumentError(fmt::format("unknown --ext_model '{}' (v100, sm90-emulated, sm90-emulated-ftz or "
+                                                  "exact)", absl::GetFlag(FLAGS_ext_model)));
+  }
+  o.kernel_model = *kernel_model;
   o.cases = absl::GetFlag(FLAGS_cases);
   o.fuzz_seconds = absl::GetFlag(FLAGS_fuzz_time);
   o.bench_budget_s = absl::GetFlag(FLAGS_budget_s);
@@ -117,6 +133,8 @@ std::span<const OwnFlagHelp> GateOwnFlagHelp() {
                "be one of them"},
       {"seed", "gate: seed of the CPU reference cases, the exactness replays and the bench (0: a fresh one, printed)"},
       {"budget_s", "gate: seconds per bench measurement (sound, swapped, A/A, naive) of the speed step"},
+      {"ext_model", "gate: the step model two kernel libraries (--baseline_kernel, --candidate_kernel) are asked to "
+                    "compute and are held to"},
   };
   return kHelp;
 }

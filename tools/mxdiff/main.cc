@@ -46,7 +46,8 @@ const Command kCommands[] = {
     {"audit", "audit a checkpoint's MXFP4 scale bytes per kernel layer against the fold admission rule: PATH...",
      {"format", "keep_going", "pattern", "threads", "max_positions"}, mxdiff::cli::AuditCommand},
     {"gate", "the merge verdict for the folded kernel on a checkpoint: audit, proof, real weights, exactness, speed",
-     {"layers", "tp", "rank", "arms", "cases", "fuzz_time", "report", "seed", "budget_s", "speed_time"}, mxdiff::cli::GateCommand,
+     {"layers", "tp", "rank", "arms", "cases", "fuzz_time", "report", "seed", "budget_s", "speed_time", "baseline_kernel",
+      "candidate_kernel", "ext_model"}, mxdiff::cli::GateCommand,
      mxdiff::cli::GateOwnFlagHelp, mxdiff::cli::kGateExitStatuses},
 };
 

@@ -144,8 +144,8 @@ fuzz::ReproOptions OptionsFromFlags() {
 
 // repro --json: tools/repro/README.md documents the fields.
 void PrintJsonVerdict(const std::string& path, const std::vector<fuzz::ReproCheckVerdict>& checks,
-                      const std::vector<TargetFinding>& findings, const std::vector<std::string>& declined,
-                      int status) {
+                      const std::vector<fuzz::ReproRanPlan>& plans, const std::vector<TargetFinding>& findings,
+                      const std::vector<std::string>& declined, int status) {
   nlohmann::json verdict = {{"file", path}, {"exit_status", status}, {"reproduced", !findings.empty()},
                             {"mutations", SidecarMutations(path)}, {"declined", declined}};
   verdict["findings"] = nlohmann::json::array();
@@ -156,6 +156,11 @@ void PrintJsonVerdict(const std::string& path, const std::vector<fuzz::ReproChec
   verdict["checks"] = nlohmann::json::array();
   for (const fuzz::ReproCheckVerdict& v : checks) {
     verdict["checks"].push_back({{"check", v.check}, {"module", v.module}, {"passed", v.passed}, {"signature", v.signature}});
+  }
+  verdict["plans"] = nlohmann::json::array();
+  for (const fuzz::ReproRanPlan& p : plans) {
+    verdict["plans"].push_back({{"module", p.module}, {"cta_k", p.cta_k}, {"splits", p.splits}, {"kernel", p.kernel},
+                                {"requested_cta_k", p.requested_cta_k}, {"requested_splits", p.requested_splits}});
   }
   fmt::print("{}\n", cli::DumpJson(verdict, 2));
 }
@@ -224,7 +229,9 @@ int Run(const std::string& path) {
   const int status = !findings.empty()               ? kExitCheckFailed
                      : !session->Declined().empty() ? kExitInconclusive
                                                     : kExitOk;
-  if (absl::GetFlag(FLAGS_json)) PrintJsonVerdict(path, session->CheckVerdicts(), findings, session->Declined(), status);
+  if (absl::GetFlag(FLAGS_json)) {
+    PrintJsonVerdict(path, session->CheckVerdicts(), session->RanPlans(), findings, session->Declined(), status);
+  }
   return status;
 }
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Builds libmxdiff_turbomind_kernel.so (and mxdiff_turbomind_smoke) as a project of its own, on a
-# machine with nvcc, cmake and ninja but none of mxdiff's Debian packages (README.md here), then
-# runs the smoke check when a GPU is visible.
+# Builds libmxdiff_turbomind_kernel.so, libmxdiff_turbomind_folded_kernel.so (folded.patch) and
+# mxdiff_turbomind_smoke as a project of its own, on a machine with nvcc, cmake and ninja but none of
+# mxdiff's Debian packages (README.md here), then runs the smoke check on both modules when a GPU
+# is visible. Exit status 1 when the build or either smoke check fails.
 #
 #   fuzz/modules/turbomind/build_on_gpu.sh [LMDEPLOY_DIR [DEPS_DIR [BUILD_DIR]]]
 #
 # LMDEPLOY_DIR  an LMDeploy tree (at least CMakeLists.txt, cmake/, src/turbomind/); default .device/lmdeploy
 # DEPS_DIR      a folder with include/fmt/ and include/concurrentqueue/; default .device/deps
-# BUILD_DIR     default build-turbomind (the module is BUILD_DIR/libmxdiff_turbomind_kernel.so)
+# BUILD_DIR     default build-turbomind (the modules are BUILD_DIR/libmxdiff_turbomind[_folded]_kernel.so)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -23,10 +24,15 @@ cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUD
   -DMXDIFF_TURBOMIND_SOURCE="$source_dir" -DMXDIFF_TURBOMIND_DEPS="$deps_dir"
 start=$(date +%s)
 cmake --build "$build_dir" -j 16
-echo "build_on_gpu: built $build_dir/libmxdiff_turbomind_kernel.so in $(($(date +%s) - start)) s"
+echo "build_on_gpu: built $build_dir/libmxdiff_turbomind_kernel.so and libmxdiff_turbomind_folded_kernel.so in" \
+  "$(($(date +%s) - start)) s"
 
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
-  "$build_dir/mxdiff_turbomind_smoke" "$build_dir/libmxdiff_turbomind_kernel.so"
+  failed=0
+  "$build_dir/mxdiff_turbomind_smoke" "$build_dir/libmxdiff_turbomind_kernel.so" ordinary || failed=1
+  "$build_dir/mxdiff_turbomind_smoke" "$build_dir/libmxdiff_turbomind_folded_kernel.so" folded || failed=1
+  exit $failed
 else
-  echo "build_on_gpu: no GPU visible; run $build_dir/mxdiff_turbomind_smoke $build_dir/libmxdiff_turbomind_kernel.so on one"
+  echo "build_on_gpu: no GPU visible; on one run $build_dir/mxdiff_turbomind_smoke with" \
+    "$build_dir/libmxdiff_turbomind_kernel.so ordinary, then $build_dir/libmxdiff_turbomind_folded_kernel.so folded"
 fi

@@ -5,9 +5,11 @@
 // layout its SM70 kernels read), the scales prepared by AdjustUe8m0ScaleForHalf, the experts
 // linked as StridedPtr tables the way LMDeploy's MoE weights are, and the product runs through
 // Gemm::Run (blocked by the row offsets, Epilogue::kNone, fp16 out), as LMDeploy's W2 call does.
-// Our part is choosing the kernel and split count the request names: one Gemm object per
-// (kernel, splits), each given a one-record dispatch cache per shape, so Gemm::Run's exact cache
-// hit launches that plan and never the heuristic.
+// Our part is choosing the kernel (any feasible MXF4 one, as a function of the request) and
+// launching it with the requested split count, which TurboMind clamps as it does for LMDeploy:
+// one Gemm object per (kernel, splits), each given a one-record dispatch cache per shape, so
+// Gemm::Run's exact cache hit launches that plan and never the heuristic. The module reports the
+// plan that ran (kernel C ABI version 2): fuzz_gemm holds the output to it.
 //
 // TurboMind aborts the process on a failed check (TM_LOG_FATAL, TM_CHECK, TM_CUDA_CHECK), so
 // every request is validated before the first TurboMind call that could reach one.
@@ -30,7 +32,6 @@
 #include <vector>
 
 #include "fuzz/modules/mxdiff_kernel_abi.h"
-#include "reference/split_plan.h"
 #include "src/turbomind/kernels/gemm/cast.h"
 #include "src/turbomind/kernels/gemm/context.h"
 #include "src/turbomind/kernels/gemm/convert.h"
@@ -46,6 +47,14 @@ namespace {
 
 namespace gemm = turbomind::gemm;
 
+// Which build this is: the folded one's kernel unit includes transform.h with folded.patch (CMakeLists.txt).
+#ifdef MXDIFF_TURBOMIND_FOLDED
+constexpr int kServedTransform = 1;
+constexpr const char* kModuleName = "turbomind-folded";
+#else
+constexpr int kServedTransform = 0;
+constexpr const char* kModuleName = "turbomind-sm70-mxf4";
+#endif
 constexpr int kScaleBlock = 32;          // MXFP4: one UE8M0 scale per 32 k
 constexpr int kConverterSm = 70;         // the SM70 layout, whatever the device (README.md)
 constexpr int kSwizzle = 0;              // the tuner's first swizzle (TuningParams), the heuristic's
@@ -130,6 +139,27 @@ std::string PlanText(const gemm::Kernel& kernel) {
          std::to_string(desc.cta_tile.z) + " chunk=" + std::to_string(kernel.chunk_size_k());
 }
 
+// The kernel's label in the plan it reports (mxdiff_plan::kernel, at most 63 characters):
+// TurboMind's own name is longer, and the MXF4 family's kernels differ in their CTA tile, warp
+// tile and stages, which the label names.
+std::string KernelLabel(const gemm::Kernel& kernel) {
+  const auto& desc = kernel.desc();
+  return "sm70_mxf4_" + std::to_string(desc.cta_tile.x) + "x" + std::to_string(desc.cta_tile.y) + "x" +
+         std::to_string(desc.cta_tile.z) + "_w" + std::to_string(desc.mma_tile.x) + "x" +
+         std::to_string(desc.mma_tile.y) + "x" + std::to_string(desc.mma_tile.z) + "_s" + std::to_string(desc.stages);
+}
+
+// The plan a kernel ran with `splits` splits: its chunk as cta_k (docs/numerics.md's partition is
+// lcm(32, cta_k)-chunks, and TurboMind's chunk is lcm(group 32, CTA_K): the same partition).
+mxdiff_plan RanPlan(const gemm::Kernel& kernel, int splits) {
+  mxdiff_plan plan{};
+  plan.cta_k = kernel.chunk_size_k();
+  plan.splits = splits;
+  const std::string label = KernelLabel(kernel);
+  std::memcpy(plan.kernel, label.data(), std::min(label.size(), sizeof(plan.kernel) - 1));
+  return plan;
+}
+
 class TurboMindRunner {
  public:
   // Never destroyed: at exit the CUDA runtime may already be unloaded, and a process that ends
@@ -149,11 +179,7 @@ class TurboMindRunner {
     if (Outcome checked = CheckRequest(p); checked.code != MXDIFF_KERNEL_OK) return checked;
     const int rows = p.row_offsets[p.groups];
     if (rows == 0) return {};  // nothing to compute; TurboMind is never called with no tokens
-
-    gemm::Kernel* kernel = nullptr;
-    if (Outcome chosen = ChooseKernel(p, rows, kernel); chosen.code != MXDIFF_KERNEL_OK) return chosen;
-    int splits = 0;
-    if (Outcome planned = PlanSplits(p, rows, *kernel, splits); planned.code != MXDIFF_KERNEL_OK) return planned;
+    if (output == nullptr) return Failed("turbomind/descriptor: null output for " + std::to_string(rows) + " rows");
 
     if (Outcome uploaded = Upload(p, rows, output); uploaded.code != MXDIFF_KERNEL_OK) return uploaded;
     gemm::MatrixLayout b_desc{}, v_desc{};
@@ -179,10 +205,10 @@ class TurboMindRunner {
     if (!context.Init(operation, a_desc, u_desc, b_desc, v_desc, d_desc, d_desc)) {
       return Failed("turbomind/context: Context::Init rejected the descriptors");
     }
-    if (!kernel->is_feasible(context.desc())) {
-      return Unsupported("TurboMind's is_feasible rejects " + kernel->name() + " for " +
-                         gemm::to_string(context.desc()));
-    }
+    gemm::Kernel* kernel = nullptr;
+    if (Outcome chosen = ChooseKernel(p, rows, context.desc(), kernel); chosen.code != MXDIFF_KERNEL_OK) return chosen;
+    int splits = 0;
+    if (Outcome planned = PlanSplits(p, rows, *kernel, splits); planned.code != MXDIFF_KERNEL_OK) return planned;
     gemm::Gemm* pinned = nullptr;
     if (Outcome pin = Pin(*kernel, splits, context.desc(), pinned); pin.code != MXDIFF_KERNEL_OK) return pin;
 
@@ -205,6 +231,7 @@ class TurboMindRunner {
       return Failed("cuda/copy: " + CudaText(error));
     }
     LogCall(p, rows, *kernel, splits);
+    if (p.ran_plan != nullptr) *p.ran_plan = RanPlan(*kernel, splits);
     return {};
   }
 
@@ -277,10 +304,16 @@ class TurboMindRunner {
     for (int g = 0; g < p.groups; ++g) {
       if (p.row_offsets[g + 1] < p.row_offsets[g]) return Failed("turbomind/descriptor: row_offsets descend");
     }
-    if (p.transform != 0) {
-      return Unsupported("transform " + std::to_string(p.transform) +
-                         ": this module runs TurboMind's ordinary dequantization only (the folded one is a "
-                         "second build)");
+    // Each build runs one transform, the one its transform.h computes: the folded build (folded.patch,
+    // MXDIFF_TURBOMIND_FOLDED) computes it on any scale byte exactly as docs/numerics.md specifies it;
+    // a layer with a byte the fold cannot take exactly falls back to the ordinary transform in the
+    // caller (DecideRoute), which is the ordinary module's.
+    if (p.transform != kServedTransform) {
+      return Unsupported("transform " + std::to_string(p.transform) + ": this module (" + kModuleName +
+                         ") runs TurboMind's " + (kServedTransform == 1 ? "folded" : "ordinary") +
+                         " dequantization only (transform " + std::to_string(kServedTransform) + "); the " +
+                         (kServedTransform == 1 ? "ordinary one is libmxdiff_turbomind_kernel.so"
+                                                : "folded one is libmxdiff_turbomind_folded_kernel.so"));
     }
     if (p.step_model != 1 && p.step_model != 2) {
       return Unsupported("step model " + std::to_string(p.step_model) +
@@ -302,60 +335,58 @@ class TurboMindRunner {
     return {};
   }
 
-  // The split-K partition is what decides the bits (docs/numerics.md): any kernel whose chunk
-  // is the request's lcm(32, cta_k) follows it. Among several, the choice rotates with the
-  // shape so a campaign reaches each one (MXDIFF_TURBOMIND_CTA_M=M keeps only CTA_M = M).
-  Outcome ChooseKernel(const mxdiff_problem& p, int rows, gemm::Kernel*& chosen) const {
-    const int chunk = mxdiff::split_chunk_k(p.cta_k);
+  // Any MXF4 kernel TurboMind finds feasible for the problem (K % CTA_K among its tests) may run:
+  // the module reports the plan it ran (ABI version 2) and is judged by it, so every kernel is
+  // reachable whatever the request's cta_k. The choice is a function of the request (repro replays
+  // it) that varies with every field of the plan and shape, so a campaign reaches each kernel;
+  // MXDIFF_TURBOMIND_CTA_M=M keeps only CTA_M = M.
+  Outcome ChooseKernel(const mxdiff_problem& p, int rows, const gemm::GemmDesc& desc, gemm::Kernel*& chosen) const {
     const char* only_cta_m = std::getenv("MXDIFF_TURBOMIND_CTA_M");
     std::vector<gemm::Kernel*> candidates;
     std::string rejected;
     for (gemm::Kernel* kernel : mxf4_kernels_) {
-      if (kernel->chunk_size_k() != chunk) continue;
       if (only_cta_m != nullptr && kernel->desc().cta_tile.x != std::atoi(only_cta_m)) continue;
-      if (p.k % kernel->desc().cta_tile.z != 0) {
-        rejected += " " + kernel->name() + " (k % " + std::to_string(kernel->desc().cta_tile.z) + " != 0)";
+      if (!kernel->is_feasible(desc)) {
+        rejected += " " + KernelLabel(*kernel);
         continue;
       }
       candidates.push_back(kernel);
     }
     if (candidates.empty()) {
-      std::string chunks;
-      for (gemm::Kernel* kernel : mxf4_kernels_) chunks += " " + std::to_string(kernel->chunk_size_k());
-      return Unsupported("cta_k " + std::to_string(p.cta_k) + " (chunk " + std::to_string(chunk) +
-                         "): no TurboMind MXF4 kernel serves it; kernel chunks:" + chunks +
-                         (rejected.empty() ? "" : "; rejected:" + rejected) +
+      return Unsupported("no TurboMind MXF4 kernel is feasible for " + gemm::to_string(desc) +
+                         (rejected.empty() ? "" : "; infeasible:" + rejected) +
                          (only_cta_m ? std::string("; MXDIFF_TURBOMIND_CTA_M=") + only_cta_m : ""));
     }
     const uint64_t mix = uint64_t(rows) * 0x9E3779B97F4A7C15ull ^ uint64_t(p.groups) * 0xC2B2AE3D27D4EB4Full ^
-                         uint64_t(p.n) * 31 ^ uint64_t(p.k) * 131 ^ uint64_t(p.splits) * 8191;
+                         uint64_t(p.n) * 31 ^ uint64_t(p.k) * 131 ^ uint64_t(p.splits) * 8191 ^
+                         uint64_t(p.cta_k) * 0x165667B19E3779F9ull;
     chosen = candidates[(mix ^ (mix >> 29)) % candidates.size()];
     return {};
   }
 
   // TurboMind clamps the split count silently: to cdiv(k, chunk) when the workspace holds one
   // partial tile per output tile, else to 1 (KernelImpl::GetMaxSplits, called here so the rule is
-  // theirs). The partials grow past LMDeploy's 32 MiB (up to MXDIFF_TURBOMIND_PARTIALS_MB, default
-  // 1 GiB) before a request is refused: the size changes only whether the clamp happens.
+  // theirs), and Launch runs min(requested, that). The module lets it clamp and reports what ran.
+  // The partials grow past LMDeploy's 32 MiB (up to MXDIFF_TURBOMIND_PARTIALS_MB, default 1 GiB)
+  // where that lets the requested split count run: the size changes only whether the clamp to 1
+  // happens, so more split counts are reachable.
   Outcome PlanSplits(const mxdiff_problem& p, int rows, const gemm::Kernel& kernel, int& splits) {
-    const int wanted = mxdiff::effective_splits(p.k, p.cta_k, p.splits);
     const int4 shape{rows, p.n, p.k, std::max(1, p.groups)};
     auto turbomind_splits = [&](size_t partials) {
       return std::min(p.splits, kernel.GetMaxSplits(shape, kSwizzle, workspace_.barriers_size, partials));
     };
-    if (turbomind_splits(workspace_.partials_size) != wanted && wanted > 1) {
+    if (p.splits > 1 && turbomind_splits(workspace_.partials_size) == 1) {
       size_t partials = workspace_.partials_size;
-      while (partials < partials_cap_ && turbomind_splits(partials) == 1) partials = std::min(partials * 2, partials_cap_);
-      if (turbomind_splits(partials) == wanted && partials != workspace_.partials_size) {
+      while (partials < partials_cap_ && turbomind_splits(partials) == 1) {
+        partials = std::min(partials * 2, partials_cap_);
+      }
+      if (turbomind_splits(partials) > 1 && partials != workspace_.partials_size) {
         if (Outcome grown = SetPartials(partials); grown.code != MXDIFF_KERNEL_OK) return grown;
       }
     }
     splits = turbomind_splits(workspace_.partials_size);
-    if (splits != wanted) {
-      return Unsupported("splits " + std::to_string(p.splits) + " (effective " + std::to_string(wanted) +
-                         "): TurboMind would run " + std::to_string(splits) + " with " + PlanText(kernel) + " and " +
-                         std::to_string(workspace_.partials_size >> 20) + " MiB of partials (cap " +
-                         std::to_string(partials_cap_ >> 20) + " MiB, MXDIFF_TURBOMIND_PARTIALS_MB)");
+    if (splits < 1) {
+      return Failed("turbomind/splits: GetMaxSplits gave " + std::to_string(splits) + " for " + PlanText(kernel));
     }
     return {};
   }
@@ -568,9 +599,7 @@ int Report(const Outcome& outcome, char* message, size_t message_size) {
 }
 
 int RunTurboMind(const mxdiff_problem* problem, uint16_t* output, char* message, size_t message_size) {
-  if (problem == nullptr || output == nullptr) {
-    return Report(Failed("turbomind/descriptor: null problem or output"), message, message_size);
-  }
+  if (problem == nullptr) return Report(Failed("turbomind/descriptor: null problem"), message, message_size);
   try {
     return Report(TurboMindRunner::Instance().Run(*problem, output), message, message_size);
   } catch (const std::exception& error) {
@@ -578,14 +607,14 @@ int RunTurboMind(const mxdiff_problem* problem, uint16_t* output, char* message,
   }
 }
 
-constexpr mxdiff_kernel kTurboMindKernel = {MXDIFF_KERNEL_ABI_VERSION, "turbomind-sm70-mxf4", RunTurboMind};
+constexpr mxdiff_kernel kTurboMindKernel = {MXDIFF_KERNEL_ABI_VERSION, kModuleName, RunTurboMind};
 
 }  // namespace
 
 MXDIFF_TM_EXPORT const mxdiff_kernel* mxdiff_kernel_entry(void) { return &kTurboMindKernel; }
 
 // The MXF4 kernels TurboMind registered on this device, one line each: "NAME CTA_M CTA_N CTA_K
-// CHUNK\n", written into buffer (truncated, always terminated). Returns the kernel count, or -1
+// CHUNK LABEL\n" (LABEL: the kernel in the plans the module reports), written into buffer (truncated, always terminated). Returns the kernel count, or -1
 // with the reason in buffer (no device, nothing registered).
 MXDIFF_TM_EXPORT int mxdiff_turbomind_list_kernels(char* buffer, size_t buffer_size) {
   std::string text;
@@ -599,7 +628,8 @@ MXDIFF_TM_EXPORT int mxdiff_turbomind_list_kernels(char* buffer, size_t buffer_s
       for (const gemm::Kernel* kernel : runner.kernels()) {
         const auto& desc = kernel->desc();
         text += kernel->name() + " " + std::to_string(desc.cta_tile.x) + " " + std::to_string(desc.cta_tile.y) + " " +
-                std::to_string(desc.cta_tile.z) + " " + std::to_string(kernel->chunk_size_k()) + "\n";
+                std::to_string(desc.cta_tile.z) + " " + std::to_string(kernel->chunk_size_k()) + " " +
+                KernelLabel(*kernel) + "\n";
         ++count;
       }
     }

@@ -153,5 +153,29 @@ class Declined(unittest.TestCase):
         self.assertEqual(campaign_stats.modules_that_declined_everything(None), [])
 
 
+class Plans(unittest.TestCase):
+    """Issue 36: per module, the plans (cta_k, split count) its runs were judged by and the kernels it
+    reported (fuzz/driver/gemm_counters.h), summed over the workers and listed per module."""
+    PLANS = ("module_runs_ext-tm_x 9\nmodule_plan_ext-tm_x_ctak64_splits3 2\nmodule_plan_ext-tm_x_ctak32_splits10 1\n"
+             "module_plan_ext-tm_x_ctak32_splits2 4\nmodule_plan_ext-tm_x_other 2\n"
+             "module_kernel_ext-tm_x_sm70_884_a 3\nmodule_kernel_ext-tm_x_b 6\nmodule_plan_ordinary_ctak32_splits1 5\n")
+
+    def test_counted_summed_and_listed(self):
+        per_worker = [campaign_stats.parse_stats(worker + self.PLANS) for worker in (WORKER0, WORKER1)]
+        totals = campaign_stats.total(per_worker)
+        self.assertEqual(campaign_stats.module_plans(totals),
+                         {"ext-tm_x": ([(32, 2, 8), (32, 10, 2), (64, 3, 4), (None, None, 4)],
+                                       [("b", 12), ("sm70_884_a", 6)]),
+                          "ordinary": ([(32, 1, 10)], [])})
+        text = "\n".join(campaign_stats.report_lines("fuzz_gemm", per_worker, 20.0, [], 10))
+        self.assertIn("\n  plans run by ext-tm_x (cta_k/splits runs): k32/s2 8, k32/s10 2, k64/s3 4, other 4; "
+                      "kernels: b 12, sm70_884_a 6\n  plans run by ordinary (cta_k/splits runs): k32/s1 10\n", text)
+
+    def test_stats_without_plans_list_none(self):
+        self.assertEqual(campaign_stats.module_plans(campaign_stats.parse_stats(WORKER0)), {})
+        text = "\n".join(campaign_stats.report_lines("fuzz_gemm", [campaign_stats.parse_stats(WORKER0)], 10.0, [], 10))
+        self.assertNotIn("plans run by", text)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -287,6 +287,70 @@ class Test:
             planted = [os.path.join(d, f) for d, _, files in os.walk(self.tmp) for f in files if f == "PWNED"]
             self.expect(f"report {name!r}: no command ran", not planted, planted)
 
+    def libraries(self):
+        """--baseline_kernel / --candidate_kernel: two kernel libraries in place of the builtin pair. On the
+        CPU the example and fake libraries run (the reference behind the ABI): a candidate that differs
+        is DO-NOT-MERGE; a folded-only candidate on a GEMM this rank refuses is not called (the baseline
+        is the fallback); bad input is exit 2 in one line."""
+        ckpt = lambda name: os.path.join(self.args.checkpoints, name)
+        example = self.args.example_kernel
+        copy = os.path.join(self.tmp, "example-copy.so")
+        shutil.copyfile(example, copy)
+        pair = lambda base, cand: [f"--baseline_kernel={base}", f"--candidate_kernel={cand}"]
+
+        run, out = self.gate("libraries flip", ckpt("clean"), *pair(example, self.args.fake_flip_folded))
+        report = self.report("libraries flip", out)
+        if report is not None:
+            exactness = self.steps(report)["exactness"]
+            self.expect("libraries flip: DO-NOT-MERGE, exit 1", run.returncode == 1 and report["verdict"] == "DO-NOT-MERGE",
+                        f"exit {run.returncode}: {run.stderr[-1500:]}")
+            self.expect("libraries flip: the candidate differs from the reference", exactness["outcome"] == "failed" and
+                        "the candidate library (ext-gate-fake-flip-folded, folded" in exactness["summary"], exactness)
+            self.expect("libraries flip: each step's command names both libraries",
+                        all(example in s["command"] and self.args.fake_flip_folded in s["command"]
+                            for s in report["steps"] if s["step"] in ("real-weights", "exactness")), report["steps"])
+
+        run, out = self.gate("libraries fallback", ckpt("raw112_rank0"), *pair(example, self.args.fake_folded_only))
+        report = self.report("libraries fallback", out)
+        if report is not None:
+            exactness = self.steps(report)["exactness"]
+            self.expect("libraries fallback: exactness passed (W13 refused on rank 0 ran on the baseline only)",
+                        exactness["outcome"] == "passed" and any(
+                            d.startswith("layers.0 W13: baseline") and "the candidate falls back to the baseline" in d
+                            for d in exactness["details"]) and any(
+                            d.startswith("layers.0 W2: baseline") and "candidate ext-gate-fake-folded-only folded" in d
+                            for d in exactness["details"]), exactness)
+            if not HAS_GPU:
+                self.expect("libraries fallback: INCONCLUSIVE without a GPU (speed not decided), exit 3",
+                            run.returncode == 3 and self.steps(report)["speed"]["outcome"] in ("skipped", "no-verdict"),
+                            f"exit {run.returncode}: {run.stderr[-1500:]}")
+
+        run, out = self.gate("libraries copy", ckpt("clean"), *pair(example, copy))
+        report = self.report("libraries copy", out)
+        if report is not None:
+            self.expect("libraries copy: exactness passed", self.steps(report)["exactness"]["outcome"] == "passed",
+                        self.steps(report)["exactness"])
+
+        not_a_library = os.path.join(self.tmp, "not-a-library.so")
+        with open(not_a_library, "w") as file:
+            file.write("not an ELF file\n")
+        link = os.path.join(self.tmp, "example-link.so")
+        os.symlink(os.path.abspath(example), link)
+        self.bad_input("libraries: one alone", ckpt("clean"), [f"--baseline_kernel={example}"],
+                       "--baseline_kernel and --candidate_kernel go together")
+        self.bad_input("libraries: missing", ckpt("clean"), pair(example, "/nonexistent/lib.so"),
+                       "--candidate_kernel=/nonexistent/lib.so: no such file")
+        self.bad_input("libraries: a folder", ckpt("clean"), pair(self.tmp, example),
+                       f"--baseline_kernel={self.tmp}: not a regular file")
+        self.bad_input("libraries: not loadable", ckpt("clean"), pair(example, not_a_library),
+                       f"--candidate_kernel={not_a_library}: cannot load external kernel")
+        self.bad_input("libraries: the same file twice", ckpt("clean"), pair(example, link),
+                       "--baseline_kernel and --candidate_kernel are the same file")
+        self.bad_input("libraries: ABI v1 beside v2", ckpt("clean"), pair(self.args.fake_v1, example),
+                       "speaks kernel ABI v1")
+        self.bad_input("libraries: unknown step model", ckpt("clean"), [*pair(example, copy), "--ext_model=fast"],
+                       "unknown --ext_model 'fast'")
+
     def usage(self):
         """`mxdiff gate --help` lists the gate's own arms, seed and exit statuses; `mxdiff UNKNOWN` is one line."""
         run = subprocess.run([self.args.mxdiff, "gate", "--help"], capture_output=True, text=True, timeout=60)
@@ -306,6 +370,10 @@ def main():
     parser.add_argument("--mxdiff", required=True)
     parser.add_argument("--checkpoints", required=True)
     parser.add_argument("--schema", required=True)
+    parser.add_argument("--example-kernel", required=True)
+    parser.add_argument("--fake-v1", required=True)
+    parser.add_argument("--fake-folded-only", required=True)
+    parser.add_argument("--fake-flip-folded", required=True)
     test = Test(parser.parse_args())
     test.clean()
     test.planted("raw112_rank0", "layers.0", "W13", "raw 112 at layers.0.ffn.experts.3.w3.scale [5, 2]",
@@ -315,6 +383,7 @@ def main():
     test.planted("nan_rank0", "layers.1", "W2", "raw 255 at layers.1.ffn.experts.5.w2.scale [7, 0]",
                  "ordinary (falls back: this rank's slice refused: 1 scale byte outside")
     test.bad_inputs()
+    test.libraries()
     test.report_folder()
     test.quoted_report_folder()
     test.usage()

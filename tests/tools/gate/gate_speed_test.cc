@@ -57,6 +57,24 @@ TEST(GateSpeedTest, FasterOnTheWholeLayerWithEveryControlPassingPasses) {
                           "53.000, B-A -42.000 us [-43.000, -41.000] (-44.2%): it would say faster");
 }
 
+// Two kernel libraries: no layer graph runs them, so each timed GEMM is the unit and must be faster.
+TEST(GateSpeedTest, WithKernelLibrariesEachTimedGemmMustBeFaster) {
+  std::vector<SpeedMeasurement> gemms = {Measured("W13 layers.0", false, bench::Verdict::kFaster, 20, 18, 20, 18),
+                                         Measured("W2 layers.0", false, bench::Verdict::kFaster, 12, 11, 12, 11)};
+  SpeedDecision d = DecideSpeed(gemms, SpeedUnit::kGemm);
+  EXPECT_EQ(d.outcome, StepOutcome::kPassed) << d.summary;
+  EXPECT_EQ(d.summary, "the candidate is faster on each of 2 timed GEMM(s), every control passing (faster: W13 "
+                       "layers.0, W2 layers.0; nothing slower)");
+  EXPECT_EQ(DecideSpeed(gemms).outcome, StepOutcome::kNoVerdict);  // the layer unit: no layer was timed
+  gemms[1].report.verdict.verdict = bench::Verdict::kUnresolved;
+  d = DecideSpeed(gemms, SpeedUnit::kGemm);
+  EXPECT_EQ(d.outcome, StepOutcome::kNoVerdict);
+  EXPECT_EQ(d.summary, "no verdict: W2 layers.0 unresolved (the GEMM not resolved faster)");
+  gemms[1].report.verdict.verdict = bench::Verdict::kSlower;
+  EXPECT_EQ(DecideSpeed(gemms, SpeedUnit::kGemm).outcome, StepOutcome::kFailed);
+  EXPECT_EQ(DecideSpeed({}, SpeedUnit::kGemm).summary, "no GEMM was timed with the candidate running: no verdict");
+}
+
 TEST(GateSpeedTest, SlowerAnywhereSoundOrABitDifferenceFails) {
   std::vector<SpeedMeasurement> m = AllFaster();
   m[1].report.verdict.verdict = bench::Verdict::kSlower;  // W2 slower, the layer still faster
