@@ -140,7 +140,8 @@ void ExplainRun(const ModuleRun& run, const FuzzCase& c, int show) {
                                              RouteReasonName(run.expected->reason))
                                : run.expected.status().ToString());
   if (run.unsupported) {
-    fmt::print(text, "  the module does not support this case (not a finding)\n");
+    const std::string why(run.route.status().message());
+    fmt::print(text, "  the module does not support this case (not a finding){}{}\n", why.empty() ? "" : ": ", why);
     return;
   }
   if (!run.route.ok()) {
