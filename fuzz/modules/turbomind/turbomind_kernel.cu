@@ -85,6 +85,17 @@ struct Outcome {
   std::string message;
 };
 Outcome Unsupported(std::string text) { return {MXDIFF_KERNEL_UNSUPPORTED, std::move(text)}; }
+
+// MXDIFF_TURBOMIND_LOG=FILE: one line per call, appended (each worker of a campaign appends to the
+// same file), so a campaign can say which kernels ran and why cases were declined.
+void AppendToCallLog(const std::string& line) {
+  const char* path = std::getenv("MXDIFF_TURBOMIND_LOG");
+  if (path == nullptr || *path == '\0') return;
+  if (FILE* log = std::fopen(path, "a")) {
+    std::fprintf(log, "%s\n", line.c_str());
+    std::fclose(log);
+  }
+}
 Outcome Failed(std::string text) { return {MXDIFF_KERNEL_FAILED, std::move(text)}; }
 
 std::string CudaText(cudaError_t error) {
@@ -553,14 +564,12 @@ class TurboMindRunner {
   }
 
   void LogCall(const mxdiff_problem& p, int rows, const gemm::Kernel& kernel, int splits) const {
-    const char* path = std::getenv("MXDIFF_TURBOMIND_LOG");
-    if (path == nullptr || *path == '\0') return;
-    if (FILE* log = std::fopen(path, "a")) {
-      std::fprintf(log, "kernel=%s cta=%dx%dx%d chunk=%d cta_k=%d splits=%d effective_splits=%d groups=%d rows=%d n=%d k=%d\n",
-                   kernel.name().c_str(), kernel.desc().cta_tile.x, kernel.desc().cta_tile.y,
-                   kernel.desc().cta_tile.z, kernel.chunk_size_k(), p.cta_k, p.splits, splits, p.groups, rows, p.n, p.k);
-      std::fclose(log);
-    }
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "kernel=%s cta=%dx%dx%d chunk=%d cta_k=%d splits=%d effective_splits=%d groups=%d rows=%d n=%d k=%d",
+                  kernel.name().c_str(), kernel.desc().cta_tile.x, kernel.desc().cta_tile.y, kernel.desc().cta_tile.z,
+                  kernel.chunk_size_k(), p.cta_k, p.splits, splits, p.groups, rows, p.n, p.k);
+    AppendToCallLog(line);
   }
 
   struct Pinned {
@@ -601,7 +610,9 @@ int Report(const Outcome& outcome, char* message, size_t message_size) {
 int RunTurboMind(const mxdiff_problem* problem, uint16_t* output, char* message, size_t message_size) {
   if (problem == nullptr) return Report(Failed("turbomind/descriptor: null problem"), message, message_size);
   try {
-    return Report(TurboMindRunner::Instance().Run(*problem, output), message, message_size);
+    Outcome outcome = TurboMindRunner::Instance().Run(*problem, output);
+    if (outcome.code == MXDIFF_KERNEL_UNSUPPORTED) AppendToCallLog("declined " + outcome.message);
+    return Report(outcome, message, message_size);
   } catch (const std::exception& error) {
     return Report(Failed(std::string("turbomind/exception: ") + error.what()), message, message_size);
   }
