@@ -59,14 +59,17 @@ std::string ScaleClassOfColumn(const FuzzCase& c, std::span<const uint8_t> scale
   return std::string(ScaleClassName(most_unusual));
 }
 
-CheckResult CheckHealth(const absl::Status& health, const ModuleRun& run) {
-  if (health.ok()) return std::nullopt;
+namespace {
+
+CheckResult CheckHealth(const ModuleRun& run) {
+  if (run.health.ok()) return std::nullopt;
   return Finding{fmt::format("cuda-error/{}", run.module),
                  fmt::format("{} left the device unhealthy after tactic {}: {}", run.module, TacticName(run.tactic),
-                             health.ToString())};
+                             run.health.ToString())};
 }
 
-CheckResult CheckInputs(const ModuleRun& run, std::string_view changed) {
+CheckResult CheckInputs(const ModuleRun& run) {
+  const std::string& changed = *run.inputs_changed;
   if (changed.empty()) return std::nullopt;
   return Finding{fmt::format("abi/{}/inputs-modified", run.module),
                  fmt::format("{} wrote into its inputs, which it may only read (fuzz/modules/"
@@ -120,6 +123,7 @@ CheckResult CheckWritten(const FuzzCase& c, const ModuleRun& run) {
 }
 
 CheckResult CheckBits(const FuzzCase& c, const ModuleRun& run, CaseWeights& weights) {
+  if (run.unjudged) return run.unjudged;
   const Route& route = *run.route;
   const size_t i = FirstWrittenMismatch(run.output, run.reference);
   if (i >= run.output.size()) return std::nullopt;
@@ -136,17 +140,24 @@ CheckResult CheckBits(const FuzzCase& c, const ModuleRun& run, CaseWeights& weig
                              run.ran_plan ? "; the module reported running " + DescribeRanPlan(*run.ran_plan) : "")};
 }
 
-CheckResult CheckDeterminism(const FuzzCase& c, const ModuleRun& run, const Tactic& again_tactic,
-                             const absl::StatusOr<Route>& again, std::span<const uint16_t> second) {
+// The case again, in another tile order where the module has one: the same route, plan and bits.
+CheckResult CheckDeterminism(const FuzzCase& c, const ModuleRun& run) {
   const Route& route = *run.route;
-  const bool same_bits = std::equal(second.begin(), second.end(), run.output.begin(), run.output.end());
-  if (again.ok() && SameRouteButSwizzle(*again, route) && same_bits) return std::nullopt;
+  const absl::StatusOr<Route>& again = run.again;
+  if (again.ok() && run.again_plan != run.ran_plan) {  // repro could not replay the plan
+    return Finding{fmt::format("nondeterminism/{}/plan", run.module),
+                   fmt::format("{}: the case again reported {}, the first run {}", run.module,
+                               run.again_plan ? DescribeRanPlan(*run.again_plan) : "no plan",
+                               run.ran_plan ? DescribeRanPlan(*run.ran_plan) : "no plan")};
+  }
+  const std::vector<uint16_t>& second = run.again_output;
+  if (again.ok() && SameRouteButSwizzle(*again, route) && second == run.output) return std::nullopt;
   size_t first_difference = 0;
   while (first_difference < second.size() && second[first_difference] == run.output[first_difference]) {
     ++first_difference;
   }
   return Finding{fmt::format("nondeterminism/{}/{}", run.module, TacticSignature(c, route.tactic)),
-                 fmt::format("{}: the case again with tactic {} gave {}", run.module, TacticName(again_tactic),
+                 fmt::format("{}: the case again with tactic {} gave {}", run.module, TacticName(run.again_tactic),
                              !again.ok()                           ? again.status().ToString()
                              : !SameRouteButSwizzle(*again, route) ? "route " + DescribeRoute(*again)
                                                                    : fmt::format("element {}: 0x{:04x}, first run "
@@ -154,6 +165,24 @@ CheckResult CheckDeterminism(const FuzzCase& c, const ModuleRun& run, const Tact
                                                                                  first_difference,
                                                                                  second[first_difference],
                                                                                  run.output[first_difference]))};
+}
+
+}  // namespace
+
+void CheckModuleRun(const FuzzCase& c, const ModuleRun& run, const LayerAdmission& admission, CaseWeights& weights,
+                    std::vector<CheckVerdict>& verdicts) {
+  auto verdict = [&](size_t check, CheckResult finding) {
+    verdicts.push_back({kCheckNames[check], run.module, std::move(finding)});
+  };
+  verdict(kHealthCheck, CheckHealth(run));
+  // Whatever the run returned (a kernel may write its inputs and then decline the case).
+  if (run.inputs_changed) verdict(kInputsCheck, CheckInputs(run));
+  if (run.unsupported) return;
+  verdict(kRouteCheck, CheckRoute(c, run, admission));
+  if (!run.route.ok()) return;  // no route ran: nothing was written to compare
+  verdict(kWrittenCheck, CheckWritten(c, run));
+  verdict(kBitsCheck, CheckBits(c, run, weights));
+  verdict(kDeterminismCheck, CheckDeterminism(c, run));
 }
 
 CheckResult CheckCrossModule(const std::vector<uint16_t>* ordinary_bits, const std::vector<uint16_t>* folded_bits) {

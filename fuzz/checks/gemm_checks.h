@@ -10,9 +10,9 @@
 //   determinism   the case again, launched in another tile order where the module has one
 //                 (the raster swizzle, which never changes bits), gives the same route and bits
 //   health        the device is healthy after the case (a sticky CUDA error is a finding)
-//   inputs        a module that gets the case's host buffers (GemmModule::ExposesHostInputs: an
-//                 external kernel) runs on a private copy of them, which must equal the case after
-//                 each run: abi/MODULE/inputs-modified
+//   inputs        a module that hands the case's host buffers to foreign code (an external
+//                 kernel) runs it on a private copy of them, which must equal the case after each
+//                 run (CaseRun::inputs_changed): abi/MODULE/inputs-modified
 //   cross-module  ordinary and folded are bit-identical where folded ran on an admitted layer
 //   device-vs-cpu the device oracle's bits equal the CPU reference's (fuzz/oracle/reference_service.h)
 #pragma once
@@ -40,16 +40,15 @@ inline constexpr std::string_view kCheckNames[] = {"cpu-side", "route",  "writte
 inline constexpr size_t kCpuSideCheck = 0, kRouteCheck = 1, kWrittenCheck = 2, kBitsCheck = 3, kDeterminismCheck = 4,
                         kHealthCheck = 5, kInputsCheck = 6, kCrossModuleCheck = 7, kDeviceVsCpuCheck = 8;
 
-// What one module did with the case (the first run; repro explains these very bits).
-struct ModuleRun {
+// What one module did with the case (GemmModule::RunCase) and what the harness made of it; repro
+// explains the first run's bits.
+struct ModuleRun : CaseRun {
   std::string module;
-  Tactic tactic;
   StepModel model = StepModel::kSm90Emulated;
-  absl::StatusOr<Route> expected = absl::UnknownError("not run");
-  absl::StatusOr<Route> route = absl::UnknownError("not run");
-  std::vector<uint16_t> output;
-  std::optional<RanPlan> ran_plan;  // the plan the module reported it ran (GemmModule::ReportedPlan)
+  std::vector<uint16_t> output, again_output;
+  absl::Status health;              // the module's CheckHealth after the case
   std::vector<uint16_t> reference;  // for the route (and reported plan) that ran; empty if it did not run
+  CheckResult unjudged;             // why the bits have no reference (an unknown plan, a rejected case)
   bool unsupported = false;         // the module declined the case (Unimplemented, or out of memory)
 };
 
@@ -59,19 +58,11 @@ struct CaseEvaluation {
   const CheckVerdict* FirstFinding() const;
 };
 
-// `health`: the module's CheckHealth after the run.
-CheckResult CheckHealth(const absl::Status& health, const ModuleRun& run);
-// `inputs`: what the module's runs changed in its private copy of the inputs ("": nothing).
-CheckResult CheckInputs(const ModuleRun& run, std::string_view changed);
-CheckResult CheckRoute(const FuzzCase& fuzz_case, const ModuleRun& run, const LayerAdmission& admission);
-CheckResult CheckWritten(const FuzzCase& fuzz_case, const ModuleRun& run);
-// `bits`: every written element against run.reference (unwritten ones are `written`'s); the
-// signature names JudgedTactic and the scale class of the first mismatch's column (the case's
-// scales, on the host only for a mismatch).
-CheckResult CheckBits(const FuzzCase& fuzz_case, const ModuleRun& run, CaseWeights& weights);
-// `determinism`: the rerun with `again_tactic` gave `again` and `second`.
-CheckResult CheckDeterminism(const FuzzCase& fuzz_case, const ModuleRun& run, const Tactic& again_tactic,
-                             const absl::StatusOr<Route>& again, std::span<const uint16_t> second);
+// Every named check of one module's run, in this order, appended to `verdicts`: health, inputs
+// (where the module exposed them), then, unless it declined, route, and, where a route ran,
+// written, bits and determinism. A check whose input is missing is not run.
+void CheckModuleRun(const FuzzCase& fuzz_case, const ModuleRun& run, const LayerAdmission& admission,
+                    CaseWeights& weights, std::vector<CheckVerdict>& verdicts);
 // `cross-module`: the bits of the modules that follow the device's model (null: none ran that way).
 CheckResult CheckCrossModule(const std::vector<uint16_t>* ordinary_bits, const std::vector<uint16_t>* folded_bits);
 // `cpu-side`, one transform: the reference single-threaded (`single`) and multi-threaded (`multi`).

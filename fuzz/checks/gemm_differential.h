@@ -2,7 +2,8 @@
 // judged by the named checks of gemm_checks.h against the reference fuzz/oracle/'s
 // ReferenceService chooses (the CPU's, or for large cases the device oracle's with a CPU-checked
 // sample); the case's weights are where fuzz/oracle/'s CaseWeights says. Each module runs once
-// per case (plus the determinism rerun). The counters are fuzz/driver/gemm_counters.h's.
+// per case, in one call (GemmModule::RunCase, which also makes the determinism rerun), and its
+// checks are one call (CheckModuleRun). The counters are fuzz/driver/gemm_counters.h's.
 #pragma once
 
 #include <memory>
@@ -67,28 +68,21 @@ class GemmDifferential {
 
  private:
   CaseEvaluation EvaluateAll(const FuzzCase& fuzz_case);
-  // Runs the module and its checks, every verdict kept.
+  // The module's run and every named check of it, every verdict kept.
   void EvaluateModule(const FuzzCase& fuzz_case, GemmModule& module, const LayerAdmission& admission,
                       CaseEvaluation& evaluation);
-  // A module that exposes the host inputs (GemmModule::ExposesHostInputs) runs on kernel_inputs_,
-  // and what it changed there is kept in inputs_changed_ for CheckInputs.
-  absl::StatusOr<Route> RunModule(GemmModule& module, const FuzzCase& fuzz_case, const Tactic& tactic,
-                                  std::span<uint16_t> output);
-  absl::Status Health(GemmModule& module);
-  // The bits check's reference (ReferenceService::Judge) into run.reference, then CheckBits.
-  CheckResult JudgeBits(const FuzzCase& fuzz_case, ModuleRun& run, CaseEvaluation& evaluation);
-  CheckResult Determinism(const FuzzCase& fuzz_case, GemmModule& module, const ModuleRun& run);
+  // The module's RunCase: a module that takes recipe weights reads them where the device holds
+  // them when the host skipped them; every other module gets the case with its weights on the host.
+  CaseRun RunModule(GemmModule& module, const FuzzCase& fuzz_case, const LayerAdmission& admission, ModuleRun& run);
+  // The reference for the plan that ran (ReferenceService::Judge) into run.reference, or why there
+  // is none into run.unjudged.
+  void Judge(int k, ModuleRun& run, std::vector<CheckVerdict>& verdicts);
   CheckResult CpuSide(const FuzzCase& fuzz_case, CaseEvaluation& evaluation);
 
   std::vector<std::unique_ptr<GemmModule>> modules_;
   DifferentialCounters counters_;
   CaseWeights weights_;
   ReferenceService references_;
-  // The private copy of the inputs a module that exposes them runs on (RunModule), reused across
-  // cases; kernel_inputs_of_ is the case it equals, null once a run changed it or a case ends.
-  FuzzCase kernel_inputs_;
-  const FuzzCase* kernel_inputs_of_ = nullptr;
-  std::string inputs_changed_;  // what the module's runs changed in kernel_inputs_ ("": nothing)
   size_t cases_compared_ = 0;
   size_t runs_unsupported_ = 0;
 };

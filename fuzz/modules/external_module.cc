@@ -18,6 +18,23 @@ namespace {
 
 constexpr std::string_view kFailureKindPayload = "mxdiff/kernel-failure-kind";
 
+// "activations: 3 of 4096 elements changed, the first [17]: 0x0001 -> 0x0000" for each input the
+// kernel changed; "" where it left them all as they were.
+template <typename T>
+void DescribeChange(std::string_view input, const std::vector<T>& before, const std::vector<T>& after,
+                    std::string& text) {
+  if (before == after) return;  // memcmp speed: this runs after every run
+  if (before.size() != after.size()) {
+    text += fmt::format("{}{}: {} elements, now {}", text.empty() ? "" : "; ", input, before.size(), after.size());
+    return;
+  }
+  const size_t first = size_t(std::mismatch(before.begin(), before.end(), after.begin()).first - before.begin());
+  size_t changed = 0;
+  for (size_t i = first; i < before.size(); ++i) changed += before[i] != after[i];
+  text += fmt::format("{}{}: {} of {} elements changed, the first [{}]: 0x{:x} -> 0x{:x}", text.empty() ? "" : "; ",
+                      input, changed, before.size(), first, before[first], after[first]);
+}
+
 class ExternalModule final : public GemmModule {
  public:
   ExternalModule(void* handle, const mxdiff_kernel* kernel) : handle_(handle), kernel_(kernel) {}
@@ -25,17 +42,27 @@ class ExternalModule final : public GemmModule {
 
   std::string name() const override { return fmt::format("ext-{}", kernel_->name); }
   std::optional<StepModel> model() const override { return std::nullopt; }
-  Tactic MapTactic(const FuzzCase& c) const override { return c.tactic; }
-  bool ExposesHostInputs() const override { return true; }  // the ABI hands over host pointers
-
-  // The harness routes for the external kernel by the rules of kernels/route.h, as if both
-  // variants of the case's tactic were instantiated; the kernel computes what the route says.
-  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
-                                      const LayerAdmission& admission) const override {
-    KernelRegistry registry;
-    registry.Add(tactic, Transform::kOrdinary);
-    registry.Add(tactic, Transform::kFolded);
-    return DecideRoute(registry, tactic, c.request, c.policy, admission.admitted, admission.Describe());
+  // The kernel gets the case's host buffers through const pointers, which it can cast away: it
+  // runs on a private copy (never the case's own buffers, which the reference, the other modules
+  // and the next case's materialization read), made again only after a run changed it, and
+  // compared with the case after each run.
+  CaseRun RunCase(const FuzzCase& c, const LayerAdmission& admission, std::span<uint16_t> output,
+                  std::span<uint16_t> again_output) override {
+    CaseRun run;
+    run.tactic = c.tactic;
+    run.expected = ExpectedRoute(c, run.tactic, admission);
+    run.inputs_changed.emplace();
+    inputs_ = c;  // the vectors keep their capacity across cases
+    run.route = Run(inputs_, run.tactic, output);
+    run.ran_plan = reported_plan_;
+    const bool changed = NoteChanges(c, *run.inputs_changed);
+    if (!run.route.ok()) return run;
+    if (changed) inputs_ = c;
+    run.again_tactic = run.tactic;  // no other tile order to ask for
+    run.again = Run(inputs_, run.again_tactic, again_output);
+    run.again_plan = reported_plan_;
+    NoteChanges(c, *run.inputs_changed);
+    return run;
   }
 
   absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
@@ -81,9 +108,30 @@ class ExternalModule final : public GemmModule {
   std::optional<RanPlan> ReportedPlan() const override { return reported_plan_; }
 
  private:
+  // The harness routes for the external kernel by the rules of kernels/route.h, as if both
+  // variants of the case's tactic were instantiated; the kernel computes what the route says.
+  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic, const LayerAdmission& admission) const {
+    KernelRegistry registry;
+    registry.Add(tactic, Transform::kOrdinary);
+    registry.Add(tactic, Transform::kFolded);
+    return DecideRoute(registry, tactic, c.request, c.policy, admission.admitted, admission.Describe());
+  }
+
+  // Whether the last run changed the private copy; the first change seen is kept in `changes`.
+  bool NoteChanges(const FuzzCase& c, std::string& changes) const {
+    std::string changed;
+    DescribeChange("row_offsets", c.row_offsets, inputs_.row_offsets, changed);
+    DescribeChange("activations", c.activations, inputs_.activations, changed);
+    DescribeChange("packed_codes", c.packed_codes, inputs_.packed_codes, changed);
+    DescribeChange("scale_bytes", c.scale_bytes, inputs_.scale_bytes, changed);
+    if (changes.empty()) changes = changed;
+    return !changed.empty();
+  }
+
   void* handle_;
   const mxdiff_kernel* kernel_;
   std::optional<RanPlan> reported_plan_;  // of the last Run (version 2 kernels)
+  FuzzCase inputs_;                       // the private copy RunCase hands the kernel
 };
 
 }  // namespace

@@ -28,6 +28,26 @@ struct RanPlan {
   friend bool operator==(const RanPlan&, const RanPlan&) = default;
 };
 
+// What a module did with one case (GemmModule::RunCase); the harness's checks judge it.
+struct CaseRun {
+  Tactic tactic;
+  absl::StatusOr<Route> expected = absl::UnknownError("not run");
+  absl::StatusOr<Route> route = absl::UnknownError("not run");
+  // The plan the module reported it ran, as it read it (unchecked: the harness asks the oracle
+  // whether it can model it); nullopt where the route's tactic ran (every builtin module, a version
+  // 1 library, a run that gave no route).
+  std::optional<RanPlan> ran_plan;
+  // The determinism rerun, made only where `route` holds a route.
+  Tactic again_tactic;
+  absl::StatusOr<Route> again = absl::UnknownError("not run");
+  std::optional<RanPlan> again_plan;
+  // Where the module hands the case's host buffers to code that could write into them (an external
+  // library gets const pointers, which it can cast away), it runs on a private copy and says here
+  // what its runs changed in it ("": nothing); nullopt for a module that never exposes them (the
+  // builtin kernels read the inputs only from device buffers).
+  std::optional<std::string> inputs_changed;
+};
+
 class GemmModule {
  public:
   virtual ~GemmModule() = default;
@@ -39,45 +59,33 @@ class GemmModule {
   // modules; nullopt when the module follows the case's model field.
   virtual std::optional<StepModel> model() const = 0;
 
-  // The ordinary tactic the module runs for the case: the case's own where the module has
-  // it, else a deterministic choice among the module's instantiations.
-  virtual Tactic MapTactic(const FuzzCase& fuzz_case) const = 0;
+  // One case, in the one call the harness makes per case: the tactic the module maps it to (the
+  // case's own where the module has it, else a deterministic choice among its instantiations),
+  // what the dispatch rules demand for it on the layer the harness judged once (`admission`: the
+  // route, or the error a fail-closed or impossible request must give), the run into `output`,
+  // and, where that run gave a route, the determinism rerun into `again_output` (another tile
+  // order where the module has one). Both outputs (rows x n fp16 bits) arrive poisoned. A route
+  // that is Unimplemented means "not supported" (never a finding); any other error is compared
+  // with the expected one.
+  virtual CaseRun RunCase(const FuzzCase& fuzz_case, const LayerAdmission& admission, std::span<uint16_t> output,
+                          std::span<uint16_t> again_output) = 0;
 
-  // What the dispatch rules demand of this module for the case, whose layer the harness has
-  // judged once (`admission`): the route, or the error a fail-closed or impossible request must give.
-  virtual absl::StatusOr<Route> ExpectedRoute(const FuzzCase& fuzz_case, const Tactic& tactic,
-                                              const LayerAdmission& admission) const = 0;
-
-  // Runs the case; `output` (rows x n fp16 bits) arrives poisoned. Returns the route that
-  // ran. Unimplemented means "not supported" (never a finding); any other error is compared
-  // with ExpectedRoute's.
+  // One launch with a tactic the caller chose (the gate's arms, the benchmarks): the route that
+  // ran, as in RunCase.
   virtual absl::StatusOr<Route> Run(const FuzzCase& fuzz_case, const Tactic& tactic, std::span<uint16_t> output) = 0;
 
-  // The plan its last Run reported it ran, as the module read it (unchecked: the differential
-  // asks the oracle whether it can model it); nullopt where the route's tactic ran (every builtin
-  // module, a version 1 library, a Run that returned no route).
+  // The plan the last Run reported it ran, as in CaseRun::ran_plan.
   virtual std::optional<RanPlan> ReportedPlan() const { return std::nullopt; }
 
   // Whether Run takes a case whose codes and scales are not materialized on the host (packed_codes
   // and scale_bytes empty, both from recipes) and reads them where the device holds them: handed
-  // over before Run by UseDeviceWeights. Every other module is handed the case with its weights
+  // over before RunCase by UseDeviceWeights. Every other module is handed the case with its weights
   // materialized on the host.
   virtual bool TakesRecipeWeights() const { return false; }
-  // The next Runs' case's codes and scales on the device (materialized once per case by
-  // fuzz/oracle/'s CaseWeights, which the device oracle reads too), for a module that
-  // TakesRecipeWeights, before each Run of a case whose weights the host skipped.
+  // The next case's codes and scales on the device (materialized once per case by fuzz/oracle/'s
+  // CaseWeights, which the device oracle reads too), for a module that TakesRecipeWeights, before
+  // the RunCase of a case whose weights the host skipped.
   virtual void UseDeviceWeights(const DeviceCaseWeights& weights) { (void)weights; }
-
-  // Whether Run hands the case's host buffers to code that could write into them (an external
-  // library gets const pointers, which it can cast away). The differential then runs it on a
-  // private copy of the inputs, so the reference never reads what the module wrote, and compares
-  // the copy with the case after each run (the `inputs` check). The builtin modules do not: their
-  // kernels read the inputs only from device buffers the runner copies them into.
-  virtual bool ExposesHostInputs() const { return false; }
-
-  // The same tactic launched in another tile order (bits must not change), for the
-  // determinism rerun; nullopt where the module has no other order.
-  virtual std::optional<Tactic> ReorderedTactic(const Tactic&) const { return std::nullopt; }
 
   // After each case: device health (a sticky CUDA error becomes a finding here).
   virtual absl::Status CheckHealth() { return absl::OkStatus(); }

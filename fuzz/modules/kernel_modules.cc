@@ -92,16 +92,17 @@ class KernelModule final : public GemmModule {
   std::string name() const override { return name_; }
   std::optional<StepModel> model() const override { return model_; }
 
-  Tactic MapTactic(const FuzzCase& c) const override {
-    const KernelRegistry& registry = runner_->registry();
-    if (registry.Has(c.tactic, Transform::kOrdinary)) return c.tactic;
-    return PickBuiltTactic(c.tactic, registry.OrdinaryTactics());
-  }
-
-  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
-                                      const LayerAdmission& admission) const override {
-    return DecideRoute(runner_->registry(), tactic, Request(c).transform, c.policy, admission.admitted,
-                       admission.Describe());
+  CaseRun RunCase(const FuzzCase& c, const LayerAdmission& admission, std::span<uint16_t> output,
+                  std::span<uint16_t> again_output) override {
+    CaseRun run;
+    run.tactic = MapTactic(c);
+    run.expected = DecideRoute(runner_->registry(), run.tactic, Request(c).transform, c.policy, admission.admitted,
+                               admission.Describe());
+    run.route = Run(c, run.tactic, output);
+    if (!run.route.ok()) return run;
+    run.again_tactic = ReorderedTactic(run.tactic);
+    run.again = Run(c, run.again_tactic, again_output);
+    return run;
   }
 
   absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
@@ -112,16 +113,6 @@ class KernelModule final : public GemmModule {
     return runner_->Run(**layer, c.row_offsets, c.activations, output, request);
   }
 
-  // The next raster swizzle the registry allows: other CTAs share the split-K semaphores at
-  // the same time, so a hand-off that depends on timing shows as a difference.
-  std::optional<Tactic> ReorderedTactic(const Tactic& tactic) const override {
-    const int widest = runner_->registry().max_swizzle();
-    if (tactic.swizzle > widest || widest == 0) return std::nullopt;
-    Tactic reordered = tactic;
-    reordered.swizzle = NextSwizzle(tactic.swizzle, widest);
-    return reordered;
-  }
-
   // A case without its weights on the host is prepared from their device materialization.
   bool TakesRecipeWeights() const override { return true; }
   void UseDeviceWeights(const DeviceCaseWeights& weights) override { session_->UseDeviceWeights(weights); }
@@ -130,6 +121,23 @@ class KernelModule final : public GemmModule {
   void ForgetState() override { session_->Forget(); }
 
  private:
+  Tactic MapTactic(const FuzzCase& c) const {
+    const KernelRegistry& registry = runner_->registry();
+    if (registry.Has(c.tactic, Transform::kOrdinary)) return c.tactic;
+    return PickBuiltTactic(c.tactic, registry.OrdinaryTactics());
+  }
+
+  // The next raster swizzle the registry allows (the same tactic where it allows none): other
+  // CTAs share the split-K semaphores at the same time, so a hand-off that depends on timing
+  // shows as a difference.
+  Tactic ReorderedTactic(const Tactic& tactic) const {
+    const int widest = runner_->registry().max_swizzle();
+    if (tactic.swizzle > widest || widest == 0) return tactic;
+    Tactic reordered = tactic;
+    reordered.swizzle = NextSwizzle(tactic.swizzle, widest);
+    return reordered;
+  }
+
   // The ordinary module always asks for ordinary; the folded module asks for what the case
   // asks (auto or folded), or folded where the case asks for ordinary.
   RunRequest Request(const FuzzCase& c) const {

@@ -59,50 +59,6 @@ TEST(ExternalModule, AFlippedBitIsAMismatchFinding) {
   EXPECT_NE(finding->description.find("1 ulp"), std::string::npos) << finding->description;
 }
 
-// What a hostile kernel writes into before it computes, correctly, on what it wrote.
-enum class Writes { kNothing, kRowOffsets, kActivations, kCodes, kScales };
-
-// The example library behind a wrapper that first writes into one input through its const
-// pointer, as a kernel casting const away does (a flush of subnormals in place, say).
-class InputWriter final : public GemmModule {
- public:
-  InputWriter(std::unique_ptr<GemmModule> inner, Writes writes) : inner_(std::move(inner)), writes_(writes) {}
-  std::string name() const override { return "ext-writer"; }
-  std::optional<StepModel> model() const override { return inner_->model(); }
-  Tactic MapTactic(const FuzzCase& c) const override { return inner_->MapTactic(c); }
-  absl::StatusOr<Route> ExpectedRoute(const FuzzCase& c, const Tactic& tactic,
-                                      const LayerAdmission& admission) const override {
-    return inner_->ExpectedRoute(c, tactic, admission);
-  }
-  bool ExposesHostInputs() const override { return inner_->ExposesHostInputs(); }
-  absl::StatusOr<Route> Run(const FuzzCase& c, const Tactic& tactic, std::span<uint16_t> output) override {
-    FuzzCase& writable = const_cast<FuzzCase&>(c);
-    switch (writes_) {
-      case Writes::kNothing:
-        break;
-      case Writes::kRowOffsets: {  // every row to group 0, or every row to the last group
-        const int32_t to = c.row_offsets[1] != 0 ? 0 : c.rows();
-        std::fill(writable.row_offsets.begin() + 1, writable.row_offsets.end() - 1, to);
-        break;
-      }
-      case Writes::kActivations:
-        std::fill(writable.activations.begin(), writable.activations.end(), uint16_t{0});
-        break;
-      case Writes::kCodes:
-        writable.packed_codes[0] ^= 0x11;
-        break;
-      case Writes::kScales:
-        writable.scale_bytes[0] ^= 1;
-        break;
-    }
-    return inner_->Run(c, tactic, output);
-  }
-
- private:
-  std::unique_ptr<GemmModule> inner_;
-  Writes writes_;
-};
-
 TEST(ExternalModule, AKernelThatWritesItsInputsIsAFindingAndTheCaseIsUntouched) {
   CaseRng rng(mxdiff::testing::TestSeed());
   FuzzCase c = RandomCase(rng, kReferenceProfile);
@@ -110,42 +66,47 @@ TEST(ExternalModule, AKernelThatWritesItsInputsIsAFindingAndTheCaseIsUntouched) 
   for (uint16_t& a : c.activations) a = 0x3C00;  // every output depends on them: zeroing them shows
   for (uint8_t& raw : c.scale_bytes) raw = 120;
   const FuzzCase before = c;
+  // tests/tools/campaign/hostile_kernel.cc writes into one input through its const pointer, as a
+  // kernel casting const away does (a flush of subnormals in place, say), then computes correctly
+  // on what it wrote; "" writes nothing (the example library).
   struct Expected {
-    Writes writes;
+    std::string_view writes;
     std::string_view input;
   };
-  for (const Expected& expected : {Expected{Writes::kNothing, ""}, Expected{Writes::kRowOffsets, "row_offsets: "},
-                                   Expected{Writes::kActivations, "activations: "},
-                                   Expected{Writes::kCodes, "packed_codes: 1 of "},
-                                   Expected{Writes::kScales, "scale_bytes: 1 of "}}) {
-    absl::StatusOr<std::unique_ptr<GemmModule>> example = LoadExternalModule(MXDIFF_EXAMPLE_KERNEL);
-    ASSERT_TRUE(example.ok()) << example.status();
-    ASSERT_TRUE((*example)->ExposesHostInputs());
+  for (const Expected& expected : {Expected{"", ""}, Expected{"write-row-offsets", "row_offsets: "},
+                                   Expected{"write-activations", "activations: "},
+                                   Expected{"write-codes", "packed_codes: 1 of "},
+                                   Expected{"write-scales", "scale_bytes: 1 of "}}) {
+    setenv("MXDIFF_HOSTILE_KERNEL", std::string(expected.writes).c_str(), 1);
+    absl::StatusOr<std::unique_ptr<GemmModule>> kernel =
+        LoadExternalModule(expected.writes.empty() ? MXDIFF_EXAMPLE_KERNEL : MXDIFF_HOSTILE_KERNEL_LIBRARY);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
     std::vector<std::unique_ptr<GemmModule>> modules;
-    modules.push_back(std::make_unique<InputWriter>(*std::move(example), expected.writes));
+    modules.push_back(*std::move(kernel));
     GemmDifferential differential(std::move(modules));
     const CaseEvaluation evaluation = differential.Evaluate(c);
+    unsetenv("MXDIFF_HOSTILE_KERNEL");
     EXPECT_EQ(c, before) << expected.input << ": the harness's case changed";
     std::vector<std::string> inputs_signatures;
     for (const CheckVerdict& verdict : evaluation.verdicts) {
       if (verdict.check == "inputs") inputs_signatures.push_back(verdict.finding ? verdict.finding->signature : "ok");
     }
     const CheckVerdict* first = evaluation.FirstFinding();
-    if (expected.writes == Writes::kNothing) {
+    if (expected.writes.empty()) {
       EXPECT_EQ(inputs_signatures, std::vector<std::string>{"ok"});
       EXPECT_EQ(first, nullptr) << first->finding->signature << ": " << first->finding->description;
       continue;
     }
     // One verdict for the module (the determinism rerun writes again: not a second finding).
-    EXPECT_EQ(inputs_signatures, std::vector<std::string>{"abi/ext-writer/inputs-modified"}) << expected.input;
+    EXPECT_EQ(inputs_signatures, std::vector<std::string>{"abi/ext-hostile/inputs-modified"}) << expected.input;
     ASSERT_NE(first, nullptr) << expected.input;
-    EXPECT_EQ(first->finding->signature, "abi/ext-writer/inputs-modified");
+    EXPECT_EQ(first->finding->signature, "abi/ext-hostile/inputs-modified");
     EXPECT_NE(first->finding->description.find(expected.input), std::string::npos) << first->finding->description;
-    if (expected.writes == Writes::kActivations) {
+    if (expected.writes == "write-activations") {
       // The reference read the case, not what the kernel computed on: the defect itself shows too.
       bool mismatch = false;
       for (const CheckVerdict& verdict : evaluation.verdicts) {
-        mismatch |= verdict.finding && verdict.finding->signature.starts_with("mismatch/ext-writer/");
+        mismatch |= verdict.finding && verdict.finding->signature.starts_with("mismatch/ext-hostile/");
       }
       EXPECT_TRUE(mismatch);
     }
