@@ -85,7 +85,7 @@ void GemmDifferential::EvaluateModule(const FuzzCase& c, GemmModule& module, con
     run.unsupported = true;  // out of device memory for this case: a refused case, never a kernel finding
     ++counters_.runs_refused;
   } else if (run.route.ok()) {
-    Judge(c.k, run, evaluation.verdicts);  // may record device-vs-cpu verdicts first
+    Judge(c, run, evaluation.verdicts);  // may record device-vs-cpu verdicts first
   }
   CheckModuleRun(c, run, admission, weights_, evaluation.verdicts);
 }
@@ -105,10 +105,10 @@ CaseRun GemmDifferential::RunModule(GemmModule& module, const FuzzCase& c, const
   return module.RunCase(c, admission, run.output, run.again_output);
 }
 
-void GemmDifferential::Judge(int k, ModuleRun& run, std::vector<CheckVerdict>& verdicts) {
+void GemmDifferential::Judge(const FuzzCase& c, ModuleRun& run, std::vector<CheckVerdict>& verdicts) {
   ReferencePlan plan = PlanOfTactic(run.route->variant, run.model, run.route->tactic);
   if (run.ran_plan) {  // the module ran another plan than its tactic's: the reference follows it
-    absl::StatusOr<ReferencePlan> reported = PlanOfReport(run.route->variant, run.model, *run.ran_plan, k);
+    absl::StatusOr<ReferencePlan> reported = PlanOfReport(run.route->variant, run.model, *run.ran_plan, c.k);
     if (!reported.ok()) {
       run.unjudged = Finding{fmt::format("abi/{}/unknown-plan", run.module),
                              fmt::format("{} reported {}; its bits were not compared", run.module,
@@ -117,8 +117,10 @@ void GemmDifferential::Judge(int k, ModuleRun& run, std::vector<CheckVerdict>& v
     }
     plan = *reported;
   }
-  CountPlan(counters_, run.module, plan.cta_k, effective_splits(k, plan.cta_k, plan.splits),
-            run.ran_plan ? run.ran_plan->kernel : std::string());
+  if (c.rows() > 0) {  // with no rows nothing ran, whatever plan the request named
+    CountPlan(counters_, run.module, plan.cta_k, effective_splits(c.k, plan.cta_k, plan.splits),
+              run.ran_plan ? run.ran_plan->kernel : std::string());
+  }
   absl::StatusOr<const std::vector<uint16_t>*> reference = references_.Judge(plan, run.output, verdicts);
   if (!reference.ok()) {
     run.unjudged =

@@ -76,7 +76,7 @@ class GemmDifferential {
   CaseRun RunModule(GemmModule& module, const FuzzCase& fuzz_case, const LayerAdmission& admission, ModuleRun& run);
   // The reference for the plan that ran (ReferenceService::Judge) into run.reference, or why there
   // is none into run.unjudged.
-  void Judge(int k, ModuleRun& run, std::vector<CheckVerdict>& verdicts);
+  void Judge(const FuzzCase& fuzz_case, ModuleRun& run, std::vector<CheckVerdict>& verdicts);
   CheckResult CpuSide(const FuzzCase& fuzz_case, CaseEvaluation& evaluation);
 
   std::vector<std::unique_ptr<GemmModule>> modules_;

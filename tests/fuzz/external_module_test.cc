@@ -195,6 +195,19 @@ TEST(PlanReporting, AVersion2LibraryThatLeavesThePlanRanTheRequestedOne) {
   EXPECT_EQ(run.evaluation.runs[0].ran_plan, (RanPlan{32, 1, ""}));
 }
 
+// With no rows nothing runs: the plan the module reports (here the request's, or its own) is not
+// counted among the plans it ran.
+TEST(PlanReporting, ACaseWithNoRowsCountsNoPlan) {
+  FuzzCase c;
+  const int rows[] = {0, 0, 0};
+  ResizeCase(c, 3, 32, 256, rows);
+  for (const char* mode : {"requested", "other"}) {
+    const PlanEvaluation run = EvaluateWithPlanKernel(MXDIFF_PLAN_KERNEL, mode, c);
+    EXPECT_EQ(run.first, "clean") << mode;
+    EXPECT_EQ(run.counters.find("module_plan_"), std::string::npos) << mode << "\n" << run.counters;
+  }
+}
+
 TEST(PlanReporting, AnotherPlanComputedAsReportedIsClean) {
   const PlanEvaluation run = EvaluateWithPlanKernel(MXDIFF_PLAN_KERNEL, "other", PlanCase());
   EXPECT_EQ(run.first, "clean");
