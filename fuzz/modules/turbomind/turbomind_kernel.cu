@@ -85,6 +85,7 @@ struct Outcome {
   std::string message;
 };
 Outcome Unsupported(std::string text) { return {MXDIFF_KERNEL_UNSUPPORTED, std::move(text)}; }
+Outcome Failed(std::string text) { return {MXDIFF_KERNEL_FAILED, std::move(text)}; }
 
 // MXDIFF_TURBOMIND_LOG=FILE: one line per call, appended (each worker of a campaign appends to the
 // same file), so a campaign can say which kernels ran and why cases were declined.
@@ -96,7 +97,6 @@ void AppendToCallLog(const std::string& line) {
     std::fclose(log);
   }
 }
-Outcome Failed(std::string text) { return {MXDIFF_KERNEL_FAILED, std::move(text)}; }
 
 std::string CudaText(cudaError_t error) {
   return std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
